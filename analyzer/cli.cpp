@@ -1,0 +1,43 @@
+#include "analyzer/cli.h"
+
+#include "schemas/format/version.h"
+
+namespace perftracker::analyzer {
+namespace {
+
+struct Command {
+  const char* name;
+  int (*run)(std::span<const std::string>, std::ostream&, std::ostream&);
+  const char* usage;
+};
+
+constexpr Command kCommands[] = {
+    {"dump", DumpCommand, "dump FILE                  print a ring file as JSON lines"},
+    {"run", RunCommand, "run [--dir D] -- CMD...    run CMD with libperftracker.so preloaded"},
+};
+
+void PrintUsage(std::ostream& os) {
+  os << "usage: perftracker COMMAND [ARGS]\n\ncommands:\n";
+  for (const Command& c : kCommands) os << "  " << c.usage << "\n";
+}
+
+}  // namespace
+
+int RunCli(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    PrintUsage(args.empty() ? err : out);
+    return args.empty() ? kExitUsage : kExitOk;
+  }
+  if (args[0] == "--version") {
+    out << "perftracker " << format::kLibraryVersion << " (ring format " << format::kFormatVersion
+        << ")\n";
+    return kExitOk;
+  }
+  for (const Command& c : kCommands) {
+    if (args[0] == c.name) return c.run(args.subspan(1), out, err);
+  }
+  err << "perftracker: unknown command '" << args[0] << "' (see perftracker --help)\n";
+  return kExitUsage;
+}
+
+}  // namespace perftracker::analyzer

@@ -1,0 +1,22 @@
+// The perftracker command line. Every command runs in-process against the given streams, so
+// tests call RunCli directly. Exit codes: 0 ran and reported, 1 regression (diff), 2 usage or
+// unreadable input.
+#pragma once
+
+#include <ostream>
+#include <span>
+#include <string>
+
+namespace perftracker::analyzer {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitRegression = 1;
+inline constexpr int kExitUsage = 2;
+
+int RunCli(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+
+// Commands, one file each.
+int DumpCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+int RunCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+
+}  // namespace perftracker::analyzer

@@ -1,0 +1,40 @@
+// The live slot's contents (schemas/live.fbs) as plain C++ values: what a rank was doing when
+// it was last heard of, for hangs and processes killed with SIGKILL.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace flatbuffers {
+class FlatBufferBuilder;
+}
+
+namespace perftracker::format {
+
+struct CommProgress {
+  uint64_t comm_id = 0;
+  uint32_t comm_size = 0;
+  uint32_t comm_rank = 0;
+  uint64_t last_seq_launched = 0;
+  uint64_t last_seq_completed = 0;
+  uint8_t inflight_op = 0;  // CollectiveOp, 0 when nothing is in flight
+  uint64_t inflight_since_mono_ns = 0;
+  bool operator==(const CommProgress&) const = default;
+};
+
+struct LiveState {
+  uint64_t update_mono_ns = 0;
+  uint64_t update_real_ns = 0;
+  uint64_t iteration = 0;
+  uint64_t windows_written = 0;
+  std::vector<CommProgress> comms;
+  std::vector<std::string> python_stack;  // innermost frame last
+  bool operator==(const LiveState&) const = default;
+};
+
+void EncodeLiveState(const LiveState& state, flatbuffers::FlatBufferBuilder& builder);
+bool DecodeLiveState(std::span<const uint8_t> bytes, LiveState* out);
+
+}  // namespace perftracker::format

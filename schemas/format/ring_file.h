@@ -1,0 +1,130 @@
+// Writing and reading ring files: the only code that knows their bytes (see ring_layout.h).
+//
+// RingWriter: one writer per file (the collector's background thread). Not thread-safe. Every
+// Append is two pwrite calls: the frame with its magic zeroed plus the payload, then the magic.
+// A writer killed at any point leaves every earlier record intact and the current one invisible.
+// When the data region is full, writing continues at its start and overwrites the oldest records.
+//
+// RingReader: scans the data region for frames, orders them by sequence number and hands each
+// record that passes every check (frame CRC, payload CRC, zstd, FlatBuffers verifier) to a
+// visitor, one at a time, so memory stays bounded by one record.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "schemas/format/live.h"
+#include "schemas/format/ring_layout.h"
+
+namespace perftracker::format {
+
+struct Identity {
+  std::string job_id;
+  std::string hostname;
+  int32_t rank = -1;
+  int32_t local_rank = -1;
+  int32_t world_size = 0;
+  int32_t pid = 0;
+  uint64_t start_real_ns = 0;
+  uint64_t start_mono_ns = 0;
+  std::string library_version;
+};
+
+struct RingOptions {
+  uint64_t file_size = 64ull << 20;  // whole file, header and live slot included
+  uint32_t live_size = 64u << 10;    // both halves of the live slot
+  int zstd_level = 3;
+};
+
+class RingWriter {
+ public:
+  // Creates the file (and its directories); an existing file is renamed to "<stem>.prev.ptr"
+  // first so a restarted rank never destroys the previous run's records. The file's blocks are
+  // allocated up front: a full disk fails here, never later. nullptr and *error on failure.
+  static std::unique_ptr<RingWriter> Create(const std::string& path, const Identity& identity,
+                                            const RingOptions& options, std::string* error);
+  ~RingWriter();
+  RingWriter(const RingWriter&) = delete;
+  RingWriter& operator=(const RingWriter&) = delete;
+
+  // Compresses one WindowSummary FlatBuffer and appends it. False on an I/O error or a record
+  // larger than the data region; the file stays readable either way.
+  bool Append(std::span<const uint8_t> flatbuffer);
+  // Replaces the live slot's contents with one LiveState FlatBuffer (at most live_size/2 - 24).
+  bool WriteLive(std::span<const uint8_t> flatbuffer);
+
+  uint64_t next_seq() const { return next_seq_; }
+  uint64_t data_capacity() const { return capacity_; }
+
+ private:
+  RingWriter() = default;
+  bool WriteAt(uint64_t offset, const void* data, size_t size);
+
+  int fd_ = -1;
+  uint64_t data_offset_ = 0;
+  uint64_t capacity_ = 0;
+  uint64_t write_pos_ = 0;  // relative to data_offset_
+  uint64_t next_seq_ = 0;
+  uint64_t live_offset_ = 0;
+  uint32_t live_half_ = 0;
+  uint64_t live_seq_ = 0;
+  int zstd_level_ = 3;
+  void* cctx_ = nullptr;  // ZSTD_CCtx*
+  std::vector<uint8_t> frame_;
+};
+
+// Damage found while reading; reported, never fatal.
+struct RingStats {
+  uint64_t records_valid = 0;
+  uint64_t records_corrupt = 0;  // a complete frame whose payload failed a check
+  uint64_t seq_gaps = 0;         // sequence numbers missing between the oldest and newest record
+  uint64_t duplicates = 0;       // frames repeating a sequence number already accepted
+  bool truncated = false;        // the file is shorter than its header says
+  bool live_valid = false;
+};
+
+enum class ReadStatus { kOk, kIoError, kNotRingFile, kCorruptHeader, kUnsupportedVersion };
+
+struct RingContents {
+  Identity identity;
+  uint32_t format_version = 0;
+  uint64_t file_size = 0;
+  uint64_t data_capacity = 0;
+  std::optional<LiveState> live;
+  RingStats stats;
+};
+
+// Called once per valid record in sequence order with the verified, decompressed FlatBuffer.
+// Return false to stop early.
+using RecordVisitor = std::function<bool(uint64_t seq, std::span<const uint8_t> flatbuffer)>;
+
+// Reads one ring file: Open parses the header and the live slot and finds every frame;
+// ForEachRecord then checks and hands over the records one at a time, oldest first.
+class RingReader {
+ public:
+  // `file` must outlive the reader.
+  ReadStatus Open(std::span<const uint8_t> file, std::string* error);
+  // Reads the whole file into memory first; errors name the path.
+  ReadStatus OpenFile(const std::string& path, std::string* error);
+  const RingContents& contents() const { return contents_; }
+  // Updates contents().stats as it goes.
+  void ForEachRecord(const RecordVisitor& visit);
+
+ private:
+  struct FrameRef {
+    uint64_t seq;
+    uint64_t offset;
+    RecordFrame frame;
+  };
+  std::vector<uint8_t> owned_;
+  std::span<const uint8_t> file_;
+  std::vector<FrameRef> frames_;
+  RingContents contents_;
+};
+
+}  // namespace perftracker::format

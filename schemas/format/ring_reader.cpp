@@ -1,0 +1,203 @@
+// Reading never trusts a byte it has not checked: every offset and length is bounds-checked
+// against the buffer before use, and a record reaches the visitor only after its frame CRC,
+// payload CRC, decompression to the announced size and the FlatBuffers verifier all pass.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <flatbuffers/flatbuffers.h>
+
+#include "schemas/format/crc32c.h"
+#include "schemas/format/ring_file.h"
+#include "schemas/format/ring_layout.h"
+#include "schemas/format/version.h"
+#include "schemas/window_generated.h"
+
+namespace perftracker::format {
+namespace {
+
+std::string Field(const char* p, size_t size) { return std::string(p, strnlen(p, size)); }
+
+template <class T>
+bool Load(std::span<const uint8_t> file, uint64_t offset, T* out) {
+  if (offset > file.size() || file.size() - offset < sizeof(T)) return false;
+  std::memcpy(out, file.data() + offset, sizeof(T));
+  return true;
+}
+
+ReadStatus ParseHeader(std::span<const uint8_t> file, FileHeader* h, std::string* error) {
+  if (!Load(file, 0, h) || std::memcmp(h->magic, kFileMagic, sizeof kFileMagic) != 0) {
+    *error = "not a perftracker ring file (bad magic)";
+    return ReadStatus::kNotRingFile;
+  }
+  if (Crc32c(h, offsetof(FileHeader, header_crc)) != h->header_crc) {
+    *error = "ring file header is corrupt (checksum mismatch)";
+    return ReadStatus::kCorruptHeader;
+  }
+  if (h->format_version < kOldestReadableVersion || h->min_reader_version > kFormatVersion) {
+    *error = "unsupported ring file format version " + std::to_string(h->format_version) +
+             " (this build reads " + std::to_string(kOldestReadableVersion) + ".." +
+             std::to_string(kFormatVersion) + ")";
+    return ReadStatus::kUnsupportedVersion;
+  }
+  const bool layout_ok = h->live_offset >= sizeof(FileHeader) && h->live_size % 2 == 0 &&
+                         h->live_size >= 2 * sizeof(LiveFrame) &&
+                         h->data_offset >= h->live_offset + h->live_size &&
+                         h->data_capacity <= h->file_size &&
+                         h->data_offset <= h->file_size - h->data_capacity;
+  if (!layout_ok) {
+    *error = "ring file header describes an impossible layout";
+    return ReadStatus::kCorruptHeader;
+  }
+  return ReadStatus::kOk;
+}
+
+std::optional<LiveState> ReadLive(std::span<const uint8_t> file, const FileHeader& h) {
+  std::optional<LiveState> best;
+  uint64_t best_seq = 0;
+  const uint64_t half = h.live_size / 2;
+  for (uint64_t i = 0; i < 2; ++i) {
+    const uint64_t at = h.live_offset + i * half;
+    LiveFrame f;
+    if (!Load(file, at, &f) || f.magic != kLiveMagic ||
+        Crc32c(&f, offsetof(LiveFrame, header_crc)) != f.header_crc) {
+      continue;
+    }
+    if (f.payload_size > half - sizeof f || at + sizeof f + f.payload_size > file.size()) continue;
+    const std::span<const uint8_t> payload = file.subspan(at + sizeof f, f.payload_size);
+    LiveState state;
+    if (Crc32c(payload.data(), payload.size()) != f.payload_crc ||
+        !DecodeLiveState(payload, &state)) {
+      continue;
+    }
+    if (!best || f.seq > best_seq) {
+      best = std::move(state);
+      best_seq = f.seq;
+    }
+  }
+  return best;
+}
+
+// Frames whose own header checks out, in file order. Leftovers of overwritten records have no
+// valid frame header and are stepped over eight bytes at a time.
+template <class FrameRef>
+std::vector<FrameRef> ScanFrames(std::span<const uint8_t> file, const FileHeader& h) {
+  std::vector<FrameRef> frames;
+  const uint64_t end = std::min<uint64_t>(file.size(), h.data_offset + h.data_capacity);
+  uint64_t pos = h.data_offset;
+  while (pos + sizeof(RecordFrame) <= end) {
+    RecordFrame f;
+    std::memcpy(&f, file.data() + pos, sizeof f);
+    const bool framed = f.magic == kRecordMagic &&
+                        Crc32c(&f, offsetof(RecordFrame, header_crc)) == f.header_crc &&
+                        f.payload_size <= end - pos - sizeof f;
+    if (!framed) {
+      pos += kRecordAlign;
+      continue;
+    }
+    frames.push_back(FrameRef{f.seq, pos, f});
+    pos += AlignRecord(sizeof f + f.payload_size);
+  }
+  std::sort(frames.begin(), frames.end(),
+            [](const FrameRef& a, const FrameRef& b) { return a.seq < b.seq; });
+  return frames;
+}
+
+bool DecodePayload(std::span<const uint8_t> file, uint64_t offset, const RecordFrame& f, ZSTD_DCtx* dctx,
+                   std::vector<uint8_t>* raw) {
+  const std::span<const uint8_t> payload = file.subspan(offset + sizeof f, f.payload_size);
+  if (Crc32c(payload.data(), payload.size()) != f.payload_crc || f.codec != kCodecZstd ||
+      f.raw_size > kMaxRawRecordSize) {
+    return false;
+  }
+  raw->resize(f.raw_size);
+  const size_t n = ZSTD_decompressDCtx(dctx, raw->data(), raw->size(), payload.data(),
+                                       payload.size());
+  if (ZSTD_isError(n) || n != f.raw_size) return false;
+  flatbuffers::Verifier verifier(raw->data(), raw->size());
+  return fb::VerifyWindowSummaryBuffer(verifier);
+}
+
+}  // namespace
+
+ReadStatus RingReader::Open(std::span<const uint8_t> file, std::string* error) {
+  FileHeader h;
+  if (const ReadStatus s = ParseHeader(file, &h, error); s != ReadStatus::kOk) return s;
+  file_ = file;
+  contents_ = RingContents{};
+  RingContents& c = contents_;
+  c.identity = Identity{Field(h.job_id, sizeof h.job_id), Field(h.hostname, sizeof h.hostname),
+                        h.rank, h.local_rank, h.world_size, h.pid, h.start_real_ns,
+                        h.start_mono_ns, Field(h.library_version, sizeof h.library_version)};
+  c.format_version = h.format_version;
+  c.file_size = h.file_size;
+  c.data_capacity = h.data_capacity;
+  c.stats.truncated = file.size() < h.file_size;
+  c.live = ReadLive(file, h);
+  c.stats.live_valid = c.live.has_value();
+  frames_ = ScanFrames<FrameRef>(file, h);
+  return ReadStatus::kOk;
+}
+
+void RingReader::ForEachRecord(const RecordVisitor& visit) {
+  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+  std::vector<uint8_t> raw;
+  std::optional<uint64_t> last_seq;
+  RingStats& stats = contents_.stats;
+  for (const FrameRef& r : frames_) {
+    if (last_seq && r.seq == *last_seq) {
+      ++stats.duplicates;
+      continue;
+    }
+    if (!DecodePayload(file_, r.offset, r.frame, dctx.get(), &raw)) {
+      ++stats.records_corrupt;
+      continue;
+    }
+    if (last_seq) stats.seq_gaps += r.seq - *last_seq - 1;
+    last_seq = r.seq;
+    ++stats.records_valid;
+    if (visit && !visit(r.seq, raw)) break;
+  }
+  frames_.clear();
+}
+
+ReadStatus RingReader::OpenFile(const std::string& path, std::string* error) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    *error = path + ": cannot open: " + std::strerror(errno);
+    return ReadStatus::kIoError;
+  }
+  struct stat st {};
+  owned_.clear();
+  const bool regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  int read_errno = 0;
+  if (regular) {
+    owned_.resize(static_cast<size_t>(st.st_size));
+    size_t got = 0;
+    while (got < owned_.size()) {
+      const ssize_t n = pread(fd, owned_.data() + got, owned_.size() - got, static_cast<off_t>(got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) read_errno = errno;
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    owned_.resize(got);  // a file that shrank while we read is read as truncated
+  }
+  close(fd);
+  if (!regular || read_errno != 0) {
+    *error = path + ": cannot read: " +
+             (regular ? std::strerror(read_errno) : std::string("not a regular file"));
+    return ReadStatus::kIoError;
+  }
+  std::string inner;
+  const ReadStatus s = Open(owned_, &inner);
+  if (s != ReadStatus::kOk) *error = path + ": " + inner;
+  return s;
+}
+
+}  // namespace perftracker::format

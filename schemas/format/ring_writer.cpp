@@ -1,0 +1,167 @@
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "schemas/format/crc32c.h"
+#include "schemas/format/ring_file.h"
+#include "schemas/format/ring_layout.h"
+#include "schemas/format/version.h"
+
+namespace perftracker::format {
+namespace {
+
+void CopyField(char* dst, size_t size, const std::string& src) {
+  std::memset(dst, 0, size);
+  std::memcpy(dst, src.data(), std::min(size - 1, src.size()));
+}
+
+// mkdir -p for the parent directories of `path`.
+bool MakeParents(const std::string& path, std::string* error) {
+  for (size_t pos = path.find('/', 1); pos != std::string::npos; pos = path.find('/', pos + 1)) {
+    const std::string dir = path.substr(0, pos);
+    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      *error = "cannot create directory " + dir + ": " + std::strerror(errno);
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string PreviousName(const std::string& path) {
+  const std::string ext = ".ptr";
+  if (path.size() > ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0) {
+    return path.substr(0, path.size() - ext.size()) + ".prev.ptr";
+  }
+  return path + ".prev";
+}
+
+FileHeader MakeHeader(const Identity& id, const RingOptions& options) {
+  FileHeader h;
+  std::memset(&h, 0, sizeof h);
+  std::memcpy(h.magic, kFileMagic, sizeof h.magic);
+  h.format_version = kFormatVersion;
+  h.min_reader_version = kOldestReadableVersion;
+  h.file_size = options.file_size;
+  h.live_offset = kHeaderRegionSize;
+  h.live_size = options.live_size;
+  h.data_offset = kHeaderRegionSize + options.live_size;
+  h.data_capacity = options.file_size - h.data_offset;
+  h.rank = id.rank;
+  h.local_rank = id.local_rank;
+  h.world_size = id.world_size;
+  h.pid = id.pid;
+  h.start_real_ns = id.start_real_ns;
+  h.start_mono_ns = id.start_mono_ns;
+  CopyField(h.job_id, sizeof h.job_id, id.job_id);
+  CopyField(h.hostname, sizeof h.hostname, id.hostname);
+  CopyField(h.library_version, sizeof h.library_version, id.library_version);
+  h.header_crc = Crc32c(&h, offsetof(FileHeader, header_crc));
+  return h;
+}
+
+}  // namespace
+
+std::unique_ptr<RingWriter> RingWriter::Create(const std::string& path, const Identity& identity,
+                                               const RingOptions& options, std::string* error) {
+  if (options.live_size < 1024 || options.live_size % kRecordAlign != 0 ||
+      options.file_size < kHeaderRegionSize + options.live_size + 4096) {
+    *error = "ring file size too small";
+    return nullptr;
+  }
+  if (!MakeParents(path, error)) return nullptr;
+  if (access(path.c_str(), F_OK) == 0) rename(path.c_str(), PreviousName(path).c_str());
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    *error = "cannot create " + path + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  std::unique_ptr<RingWriter> w(new RingWriter());
+  w->fd_ = fd;
+  if (const int rc = posix_fallocate(fd, 0, static_cast<off_t>(options.file_size)); rc != 0) {
+    *error = "cannot allocate " + path + ": " + std::strerror(rc);
+    unlink(path.c_str());
+    return nullptr;
+  }
+  const FileHeader header = MakeHeader(identity, options);
+  if (!w->WriteAt(0, &header, sizeof header)) {
+    *error = "cannot write " + path + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  w->data_offset_ = header.data_offset;
+  w->capacity_ = header.data_capacity;
+  w->live_offset_ = header.live_offset;
+  w->live_half_ = header.live_size / 2;
+  w->zstd_level_ = options.zstd_level;
+  w->cctx_ = ZSTD_createCCtx();
+  return w;
+}
+
+RingWriter::~RingWriter() {
+  if (fd_ >= 0) close(fd_);
+  ZSTD_freeCCtx(static_cast<ZSTD_CCtx*>(cctx_));
+}
+
+bool RingWriter::WriteAt(uint64_t offset, const void* data, size_t size) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  while (size > 0) {
+    const ssize_t n = pwrite(fd_, p, size, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    offset += static_cast<uint64_t>(n);
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool RingWriter::Append(std::span<const uint8_t> flatbuffer) {
+  if (flatbuffer.size() > kMaxRawRecordSize || cctx_ == nullptr) return false;
+  const size_t bound = ZSTD_compressBound(flatbuffer.size());
+  frame_.resize(sizeof(RecordFrame) + bound + kRecordAlign);
+  const size_t csize = ZSTD_compressCCtx(static_cast<ZSTD_CCtx*>(cctx_),
+                                         frame_.data() + sizeof(RecordFrame), bound,
+                                         flatbuffer.data(), flatbuffer.size(), zstd_level_);
+  if (ZSTD_isError(csize)) return false;
+  const uint64_t frame_size = AlignRecord(sizeof(RecordFrame) + csize);
+  if (frame_size > capacity_) return false;
+  std::memset(frame_.data() + sizeof(RecordFrame) + csize, 0,
+              frame_size - sizeof(RecordFrame) - csize);
+
+  RecordFrame f{};
+  f.magic = kRecordMagic;
+  f.payload_size = static_cast<uint32_t>(csize);
+  f.seq = next_seq_;
+  f.raw_size = static_cast<uint32_t>(flatbuffer.size());
+  f.payload_crc = Crc32c(frame_.data() + sizeof(RecordFrame), csize);
+  f.codec = kCodecZstd;
+  f.header_crc = Crc32c(&f, offsetof(RecordFrame, header_crc));
+  const uint32_t magic = f.magic;
+  f.magic = 0;  // the frame becomes visible only when the magic lands, after everything else
+  std::memcpy(frame_.data(), &f, sizeof f);
+
+  if (write_pos_ + frame_size > capacity_) write_pos_ = 0;
+  const uint64_t at = data_offset_ + write_pos_;
+  if (!WriteAt(at, frame_.data(), frame_size) || !WriteAt(at, &magic, sizeof magic)) return false;
+  write_pos_ += frame_size;
+  ++next_seq_;
+  return true;
+}
+
+bool RingWriter::WriteLive(std::span<const uint8_t> flatbuffer) {
+  if (flatbuffer.size() + sizeof(LiveFrame) > live_half_) return false;
+  LiveFrame f{};
+  f.magic = kLiveMagic;
+  f.payload_size = static_cast<uint32_t>(flatbuffer.size());
+  f.seq = ++live_seq_;
+  f.payload_crc = Crc32c(flatbuffer.data(), flatbuffer.size());
+  f.header_crc = Crc32c(&f, offsetof(LiveFrame, header_crc));
+  // Alternate halves: a write torn by SIGKILL leaves the other, previous state readable.
+  const uint64_t at = live_offset_ + (live_seq_ % 2) * live_half_;
+  return WriteAt(at + sizeof f, flatbuffer.data(), flatbuffer.size()) && WriteAt(at, &f, sizeof f);
+}
+
+}  // namespace perftracker::format

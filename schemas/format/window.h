@@ -1,0 +1,143 @@
+// The window summary as plain C++ values, and its one encoding (schemas/window.fbs).
+//
+// The collector fills a Window and encodes it; the analyzer decodes records back into Windows.
+// Encode/Decode are the only code that maps these fields to FlatBuffers.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "schemas/format/histogram.h"
+
+namespace flatbuffers {
+class FlatBufferBuilder;
+}
+
+namespace perftracker::format {
+
+// Values match the FunctionKind enum of window.fbs.
+enum class FunctionKind : uint8_t {
+  kUnknown = 0,
+  kPython,
+  kCudaApi,
+  kKernel,
+  kMemcpy,
+  kMemset,
+  kCollective,
+  kSync,
+  kGc,
+  kDataLoader,
+  kIteration,
+  kAlloc,
+};
+
+// Values match the CollectiveOp enum of window.fbs.
+enum class CollectiveOp : uint8_t {
+  kUnknown = 0,
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kBroadcast,
+  kReduce,
+  kSend,
+  kRecv,
+  kAllToAll,
+  kGather,
+  kScatter,
+  kBarrier,
+};
+
+// Lower-case names used in JSON output ("python", "cuda_api", ...).
+std::string_view KindName(FunctionKind kind);
+std::string_view CollectiveOpName(CollectiveOp op);
+
+// Stable 64-bit id of a function: every rank and every run computes the same id for the same
+// kind and name (XXH3 of both), so the analyzer joins patterns across ranks by id alone.
+uint64_t FunctionId(FunctionKind kind, std::string_view name, uint64_t parent_id = 0);
+
+struct FunctionPattern {
+  uint64_t id = 0;
+  FunctionKind kind = FunctionKind::kUnknown;
+  std::string name;
+  uint64_t parent_id = 0;
+  uint64_t count = 0;
+  uint64_t total_ns = 0;
+  uint64_t self_ns = 0;
+  uint64_t min_ns = 0;
+  uint64_t max_ns = 0;
+  uint64_t wait_ns = 0;
+  uint64_t bytes = 0;
+  uint64_t device_samples = 0;
+  uint64_t device_ns = 0;
+  Histogram duration;
+  Histogram device;
+  Histogram per_iteration;
+  bool operator==(const FunctionPattern&) const = default;
+};
+
+struct CollectivePattern {
+  uint64_t comm_id = 0;
+  uint32_t comm_size = 0;
+  uint32_t comm_rank = 0;
+  CollectiveOp op = CollectiveOp::kUnknown;
+  int32_t peer = -1;
+  std::string name;
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+  uint64_t host_ns = 0;
+  uint64_t device_samples = 0;
+  uint64_t device_ns = 0;
+  Histogram device;
+  Histogram launch_offset;
+  uint64_t first_seq = 0;
+  uint64_t last_seq_launched = 0;
+  uint64_t last_seq_completed = 0;
+  bool operator==(const CollectivePattern&) const = default;
+};
+
+struct IterationStats {
+  uint64_t first = 0;
+  uint64_t count = 0;
+  uint64_t total_ns = 0;
+  uint64_t min_ns = 0;
+  uint64_t max_ns = 0;
+  Histogram duration;
+  bool operator==(const IterationStats&) const = default;
+};
+
+struct Health {
+  uint64_t dropped_events = 0;
+  uint64_t hook_ns = 0;
+  uint64_t hook_calls = 0;
+  uint64_t dropped_functions = 0;
+  uint64_t dropped_windows = 0;
+  bool operator==(const Health&) const = default;
+};
+
+struct Window {
+  uint64_t window_seq = 0;
+  uint64_t iter_begin = 0;
+  uint64_t iter_end = 0;
+  uint64_t start_mono_ns = 0;
+  uint64_t end_mono_ns = 0;
+  uint64_t start_real_ns = 0;
+  std::vector<FunctionPattern> functions;
+  std::vector<CollectivePattern> collectives;
+  IterationStats iterations;
+  Health health;
+  bool operator==(const Window&) const = default;
+};
+
+// Serializes `window` into `builder` (cleared first); the bytes are EncodedBytes(builder).
+void EncodeWindow(const Window& window, flatbuffers::FlatBufferBuilder& builder);
+// The finished buffer of `builder`, for RingWriter::Append and WriteLive.
+std::span<const uint8_t> EncodedBytes(const flatbuffers::FlatBufferBuilder& builder);
+
+// Verifies `bytes` with the FlatBuffers verifier and decodes it. Columns that disagree in length
+// or histogram references out of range make the record invalid: returns false, `out` unspecified.
+bool DecodeWindow(std::span<const uint8_t> bytes, Window* out);
+
+}  // namespace perftracker::format

@@ -1,0 +1,41 @@
+// Implementations shared by the plain and the per-thread-default-stream (_ptsz/_ptds) entry
+// points. `per_thread` says which default stream a null handle means.
+#ifndef SIMGPU_CUDART_RUNTIME_INTERNAL_H_
+#define SIMGPU_CUDART_RUNTIME_INTERNAL_H_
+
+#include <cuda_runtime_api.h>
+
+namespace simgpu::cudart {
+
+cudaError_t LaunchKernel(const void* func, dim3 grid, dim3 block, size_t shared_bytes,
+                         cudaStream_t stream, bool per_thread);
+cudaError_t LaunchKernelEx(const cudaLaunchConfig_t* config, const void* func, bool per_thread);
+cudaError_t LaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* user_data,
+                           bool per_thread);
+
+cudaError_t Memcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
+                   bool per_thread);
+cudaError_t MemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
+                        cudaStream_t stream, bool per_thread);
+cudaError_t Memset(void* dst, int value, size_t count, bool per_thread);
+cudaError_t MemsetAsync(void* dst, int value, size_t count, cudaStream_t stream,
+                        bool per_thread);
+
+cudaError_t StreamSynchronize(cudaStream_t stream, bool per_thread);
+cudaError_t StreamQuery(cudaStream_t stream, bool per_thread);
+cudaError_t StreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags,
+                            bool per_thread);
+cudaError_t StreamGetPriority(cudaStream_t stream, int* priority, bool per_thread);
+cudaError_t StreamGetFlags(cudaStream_t stream, unsigned* flags, bool per_thread);
+cudaError_t StreamGetId(cudaStream_t stream, unsigned long long* id, bool per_thread);
+cudaError_t EventRecord(cudaEvent_t event, cudaStream_t stream, bool per_thread);
+
+cudaError_t StreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode, bool per_thread);
+cudaError_t StreamEndCapture(cudaStream_t stream, cudaGraph_t* graph, bool per_thread);
+cudaError_t StreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status,
+                              bool per_thread);
+cudaError_t GraphLaunch(cudaGraphExec_t exec, cudaStream_t stream, bool per_thread);
+
+}  // namespace simgpu::cudart
+
+#endif  // SIMGPU_CUDART_RUNTIME_INTERNAL_H_

@@ -1,0 +1,104 @@
+// perftracker-gen: writes synthetic ring files for N ranks, laid out as the preload library lays
+// them out ($DIR/<job>/<host>/rank-<r>.ptr). For demos, analyzer development and scale tests.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include <flatbuffers/flatbuffers.h>
+
+#include "schemas/format/live.h"
+#include "schemas/format/ring_file.h"
+#include "schemas/format/version.h"
+#include "tools/synthetic/synthetic.h"
+
+namespace {
+
+struct Args {
+  std::string dir = "perftracker-synthetic";
+  std::string job = "synthetic";
+  int ranks = 4;
+  int ranks_per_host = 8;
+  int windows = 3;
+  uint64_t ring_mb = 4;
+  perftracker::synthetic::JobShape shape;
+};
+
+int Usage() {
+  std::fprintf(stderr,
+               "usage: perftracker-gen [--dir D] [--job ID] [--ranks N] [--ranks-per-host N]\n"
+               "                       [--windows N] [--functions N] [--collectives N]\n"
+               "                       [--ring-mb N] [--seed S] [--slow-rank R --slow-factor X]\n");
+  return 2;
+}
+
+bool ParseArgs(int argc, char** argv, Args* a) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) return false;
+    const char* v = argv[++i];
+    if (flag == "--dir") a->dir = v;
+    else if (flag == "--job") a->job = v;
+    else if (flag == "--ranks") a->ranks = std::atoi(v);
+    else if (flag == "--ranks-per-host") a->ranks_per_host = std::atoi(v);
+    else if (flag == "--windows") a->windows = std::atoi(v);
+    else if (flag == "--functions") a->shape.functions = std::atoi(v);
+    else if (flag == "--collectives") a->shape.collectives = std::atoi(v);
+    else if (flag == "--ring-mb") a->ring_mb = std::strtoull(v, nullptr, 10);
+    else if (flag == "--seed") a->shape.seed = std::strtoull(v, nullptr, 10);
+    else if (flag == "--slow-rank") a->shape.slow_rank = std::atoi(v);
+    else if (flag == "--slow-factor") a->shape.slow_factor = std::atof(v);
+    else return false;
+  }
+  return a->ranks > 0 && a->ranks_per_host > 0 && a->windows >= 0 && a->ring_mb >= 1;
+}
+
+bool WriteRank(const Args& a, int rank) {
+  using namespace perftracker;
+  const std::string host = "node" + std::to_string(rank / a.ranks_per_host);
+  const std::string path =
+      a.dir + "/" + a.job + "/" + host + "/rank-" + std::to_string(rank) + ".ptr";
+  format::Identity id{a.job, host, rank, rank % a.ranks_per_host, a.ranks, 10000 + rank,
+                      1'790'000'000'000'000'000ull, 1'000'000'000ull, format::kLibraryVersion};
+  format::RingOptions options;
+  options.file_size = a.ring_mb << 20;
+  std::string error;
+  auto writer = format::RingWriter::Create(path, id, options, &error);
+  if (!writer) {
+    std::fprintf(stderr, "perftracker-gen: %s\n", error.c_str());
+    return false;
+  }
+  flatbuffers::FlatBufferBuilder builder(1 << 20);
+  for (int w = 0; w < a.windows; ++w) {
+    const format::Window window =
+        synthetic::MakeWindow(a.shape, rank, a.ranks, static_cast<uint64_t>(w));
+    format::EncodeWindow(window, builder);
+    if (!writer->Append(format::EncodedBytes(builder))) {
+      std::fprintf(stderr, "perftracker-gen: cannot append to %s\n", path.c_str());
+      return false;
+    }
+  }
+  format::LiveState live;
+  live.iteration = static_cast<uint64_t>(a.windows * a.shape.iterations);
+  live.windows_written = static_cast<uint64_t>(a.windows);
+  live.comms.push_back({0x5eed0000 + a.shape.seed, static_cast<uint32_t>(a.ranks),
+                        static_cast<uint32_t>(rank), live.iteration, live.iteration, 0, 0});
+  live.python_stack = {"train/loop.py:12:main", "train/loop.py:40:train_step"};
+  format::EncodeLiveState(live, builder);
+  return writer->WriteLive(format::EncodedBytes(builder));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  if (!ParseArgs(argc, argv, &args)) return Usage();
+  for (int r = 0; r < args.ranks; ++r) {
+    if (!WriteRank(args, r)) return 1;
+  }
+  std::printf("wrote %d ranks x %d windows under %s/%s\n", args.ranks, args.windows,
+              args.dir.c_str(), args.job.c_str());
+  return 0;
+}
