@@ -70,12 +70,11 @@ bool WriteRank(const Args& a, int rank) {
     std::fprintf(stderr, "perftracker-gen: %s\n", error.c_str());
     return false;
   }
-  flatbuffers::FlatBufferBuilder builder(1 << 20);
+  format::WindowEncoder encoder;
   for (int w = 0; w < a.windows; ++w) {
     const format::Window window =
         synthetic::MakeWindow(a.shape, rank, a.ranks, static_cast<uint64_t>(w));
-    format::EncodeWindow(window, builder);
-    if (!writer->Append(format::EncodedBytes(builder))) {
+    if (!writer->Append(encoder.Encode(window), encoder.static_tail_size())) {
       std::fprintf(stderr, "perftracker-gen: cannot append to %s\n", path.c_str());
       return false;
     }
@@ -86,8 +85,8 @@ bool WriteRank(const Args& a, int rank) {
   live.comms.push_back({0x5eed0000 + a.shape.seed, static_cast<uint32_t>(a.ranks),
                         static_cast<uint32_t>(rank), live.iteration, live.iteration, 0, 0});
   live.python_stack = {"train/loop.py:12:main", "train/loop.py:40:train_step"};
-  format::EncodeLiveState(live, builder);
-  return writer->WriteLive(format::EncodedBytes(builder));
+  flatbuffers::FlatBufferBuilder builder;
+  return writer->WriteLive(format::EncodeLiveState(live, builder));
 }
 
 }  // namespace

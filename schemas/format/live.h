@@ -34,7 +34,9 @@ struct LiveState {
   bool operator==(const LiveState&) const = default;
 };
 
-void EncodeLiveState(const LiveState& state, flatbuffers::FlatBufferBuilder& builder);
+// Encodes into `builder` (cleared first) and returns the finished bytes, for WriteLive.
+std::span<const uint8_t> EncodeLiveState(const LiveState& state,
+                                         flatbuffers::FlatBufferBuilder& builder);
 bool DecodeLiveState(std::span<const uint8_t> bytes, LiveState* out);
 
 }  // namespace perftracker::format

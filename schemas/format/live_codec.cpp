@@ -5,7 +5,7 @@
 
 namespace perftracker::format {
 
-void EncodeLiveState(const LiveState& s, flatbuffers::FlatBufferBuilder& b) {
+std::span<const uint8_t> EncodeLiveState(const LiveState& s, flatbuffers::FlatBufferBuilder& b) {
   b.Clear();
   std::vector<flatbuffers::Offset<fb::CommProgress>> comms;
   comms.reserve(s.comms.size());
@@ -19,6 +19,7 @@ void EncodeLiveState(const LiveState& s, flatbuffers::FlatBufferBuilder& b) {
   fb::FinishLiveStateBuffer(b, fb::CreateLiveState(b, s.update_mono_ns, s.update_real_ns,
                                                    s.iteration, s.windows_written, comms_off,
                                                    stack_off));
+  return {b.GetBufferPointer(), b.GetSize()};
 }
 
 bool DecodeLiveState(std::span<const uint8_t> bytes, LiveState* out) {

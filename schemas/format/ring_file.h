@@ -38,7 +38,7 @@ struct Identity {
 struct RingOptions {
   uint64_t file_size = 64ull << 20;  // whole file, header and live slot included
   uint32_t live_size = 64u << 10;    // both halves of the live slot
-  int zstd_level = 3;
+  int zstd_level = 1;  // measured best size for speed on realistic windows (FORMAT.md)
 };
 
 class RingWriter {
@@ -53,13 +53,18 @@ class RingWriter {
   RingWriter& operator=(const RingWriter&) = delete;
 
   // Compresses one WindowSummary FlatBuffer and appends it. False on an I/O error or a record
-  // larger than the data region; the file stays readable either way.
-  bool Append(std::span<const uint8_t> flatbuffer);
+  // larger than the data region; the file stays readable either way. The last `static_tail`
+  // bytes (WindowEncoder::static_tail_size) are compressed as a zstd frame of their own, and
+  // that frame is reused while those bytes do not change: function names are compressed once
+  // per function table, not once per window.
+  bool Append(std::span<const uint8_t> flatbuffer, size_t static_tail = 0);
   // Replaces the live slot's contents with one LiveState FlatBuffer (at most live_size/2 - 24).
   bool WriteLive(std::span<const uint8_t> flatbuffer);
 
   uint64_t next_seq() const { return next_seq_; }
   uint64_t data_capacity() const { return capacity_; }
+  // On-disk bytes of the last record appended, frame and padding included.
+  uint64_t last_record_size() const { return last_record_size_; }
 
  private:
   RingWriter() = default;
@@ -70,12 +75,15 @@ class RingWriter {
   uint64_t capacity_ = 0;
   uint64_t write_pos_ = 0;  // relative to data_offset_
   uint64_t next_seq_ = 0;
+  uint64_t last_record_size_ = 0;
   uint64_t live_offset_ = 0;
   uint32_t live_half_ = 0;
   uint64_t live_seq_ = 0;
   int zstd_level_ = 3;
   void* cctx_ = nullptr;  // ZSTD_CCtx*
   std::vector<uint8_t> frame_;
+  std::vector<uint8_t> tail_raw_;         // the static tail last compressed
+  std::vector<uint8_t> tail_compressed_;  // its zstd frame
 };
 
 // Damage found while reading; reported, never fatal.

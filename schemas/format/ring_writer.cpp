@@ -3,6 +3,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -118,25 +119,50 @@ bool RingWriter::WriteAt(uint64_t offset, const void* data, size_t size) {
   return true;
 }
 
-bool RingWriter::Append(std::span<const uint8_t> flatbuffer) {
+namespace {
+
+// The static tail changes only when the function table does: spend more effort on it.
+constexpr int kStaticTailLevel = 12;
+
+size_t Compress(ZSTD_CCtx* cctx, std::span<const uint8_t> in, int level, uint8_t* out,
+                size_t capacity) {
+  return ZSTD_compressCCtx(cctx, out, capacity, in.data(), in.size(), level);
+}
+
+}  // namespace
+
+bool RingWriter::Append(std::span<const uint8_t> flatbuffer, size_t static_tail) {
   if (flatbuffer.size() > kMaxRawRecordSize || cctx_ == nullptr) return false;
-  const size_t bound = ZSTD_compressBound(flatbuffer.size());
-  frame_.resize(sizeof(RecordFrame) + bound + kRecordAlign);
-  const size_t csize = ZSTD_compressCCtx(static_cast<ZSTD_CCtx*>(cctx_),
-                                         frame_.data() + sizeof(RecordFrame), bound,
-                                         flatbuffer.data(), flatbuffer.size(), zstd_level_);
-  if (ZSTD_isError(csize)) return false;
+  auto* cctx = static_cast<ZSTD_CCtx*>(cctx_);
+  static_tail = std::min(static_tail, flatbuffer.size());
+  const std::span<const uint8_t> body = flatbuffer.first(flatbuffer.size() - static_tail);
+  const std::span<const uint8_t> tail = flatbuffer.last(static_tail);
+  if (!tail.empty() && !std::equal(tail.begin(), tail.end(), tail_raw_.begin(), tail_raw_.end())) {
+    tail_compressed_.resize(ZSTD_compressBound(tail.size()));
+    const size_t n = Compress(cctx, tail, std::max(zstd_level_, kStaticTailLevel),
+                              tail_compressed_.data(), tail_compressed_.size());
+    if (ZSTD_isError(n)) return false;
+    tail_compressed_.resize(n);
+    tail_raw_.assign(tail.begin(), tail.end());
+  }
+  const size_t tail_z = tail.empty() ? 0 : tail_compressed_.size();
+  const size_t bound = ZSTD_compressBound(body.size());
+  frame_.resize(sizeof(RecordFrame) + bound + tail_z + kRecordAlign);
+  uint8_t* payload = frame_.data() + sizeof(RecordFrame);
+  const size_t body_z = Compress(cctx, body, zstd_level_, payload, bound);
+  if (ZSTD_isError(body_z)) return false;
+  std::memcpy(payload + body_z, tail_compressed_.data(), tail_z);
+  const size_t csize = body_z + tail_z;
   const uint64_t frame_size = AlignRecord(sizeof(RecordFrame) + csize);
   if (frame_size > capacity_) return false;
-  std::memset(frame_.data() + sizeof(RecordFrame) + csize, 0,
-              frame_size - sizeof(RecordFrame) - csize);
+  std::memset(payload + csize, 0, frame_size - sizeof(RecordFrame) - csize);
 
   RecordFrame f{};
   f.magic = kRecordMagic;
   f.payload_size = static_cast<uint32_t>(csize);
   f.seq = next_seq_;
   f.raw_size = static_cast<uint32_t>(flatbuffer.size());
-  f.payload_crc = Crc32c(frame_.data() + sizeof(RecordFrame), csize);
+  f.payload_crc = Crc32c(payload, csize);
   f.codec = kCodecZstd;
   f.header_crc = Crc32c(&f, offsetof(RecordFrame, header_crc));
   const uint32_t magic = f.magic;
@@ -147,6 +173,7 @@ bool RingWriter::Append(std::span<const uint8_t> flatbuffer) {
   const uint64_t at = data_offset_ + write_pos_;
   if (!WriteAt(at, frame_.data(), frame_size) || !WriteAt(at, &magic, sizeof magic)) return false;
   write_pos_ += frame_size;
+  last_record_size_ = frame_size;
   ++next_seq_;
   return true;
 }

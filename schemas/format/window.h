@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -55,13 +56,15 @@ std::string_view KindName(FunctionKind kind);
 std::string_view CollectiveOpName(CollectiveOp op);
 
 // Stable 64-bit id of a function: every rank and every run computes the same id for the same
-// kind and name (XXH3 of both), so the analyzer joins patterns across ranks by id alone.
+// kind, name and caller (XXH3 of all three), so the analyzer joins patterns across ranks by id.
 uint64_t FunctionId(FunctionKind kind, std::string_view name, uint64_t parent_id = 0);
 
 struct FunctionPattern {
-  uint64_t id = 0;
   FunctionKind kind = FunctionKind::kUnknown;
   std::string name;
+  int32_t parent = -1;  // index of the caller in Window::functions, lower than this one's; -1: none
+  // Derived, not stored: filled by DecodeWindow (and by FillFunctionIds for writers' own use).
+  uint64_t id = 0;
   uint64_t parent_id = 0;
   uint64_t count = 0;
   uint64_t total_ns = 0;
@@ -131,13 +134,42 @@ struct Window {
   bool operator==(const Window&) const = default;
 };
 
-// Serializes `window` into `builder` (cleared first); the bytes are EncodedBytes(builder).
-void EncodeWindow(const Window& window, flatbuffers::FlatBufferBuilder& builder);
-// The finished buffer of `builder`, for RingWriter::Append and WriteLive.
-std::span<const uint8_t> EncodedBytes(const flatbuffers::FlatBufferBuilder& builder);
+// Computes id and parent_id of every function from kind, name and parent. False if a parent
+// index does not point to an earlier function.
+bool FillFunctionIds(std::vector<FunctionPattern>* functions);
 
-// Verifies `bytes` with the FlatBuffers verifier and decodes it. Columns that disagree in length
-// or histogram references out of range make the record invalid: returns false, `out` unspecified.
+// Serializes windows. Reuses its buffers: keep one per writer thread.
+class WindowEncoder {
+ public:
+  WindowEncoder();
+  ~WindowEncoder();
+  // The FlatBuffer, valid until the next Encode. Its last static_tail_size() bytes hold only the
+  // function names, kinds and parents: identical bytes whenever the function table is unchanged,
+  // which RingWriter::Append uses to compress them once.
+  std::span<const uint8_t> Encode(const Window& window);
+  size_t static_tail_size() const { return static_tail_size_; }
+
+ private:
+  bool SameFunctionTable(const std::vector<FunctionPattern>& functions) const;
+
+  std::unique_ptr<flatbuffers::FlatBufferBuilder> builder_;
+  std::vector<uint8_t> scratch_;
+  size_t static_tail_size_ = 0;
+  // The last static tail, reused byte for byte while the function table stays the same.
+  struct TableKey {
+    FunctionKind kind;
+    int32_t parent;
+    std::string name;
+    bool operator==(const TableKey&) const = default;
+  };
+  std::vector<TableKey> table_;
+  std::vector<uint8_t> tail_;
+  uint32_t tail_offsets_[3] = {};
+};
+
+// Verifies `bytes` with the FlatBuffers verifier and decodes it. Columns that disagree in length,
+// malformed varints or parents that do not point backwards make the record invalid: returns
+// false, `out` unspecified.
 bool DecodeWindow(std::span<const uint8_t> bytes, Window* out);
 
 }  // namespace perftracker::format

@@ -1,8 +1,9 @@
-// Maps format::Window to and from the column layout of schemas/window.fbs.
+// Maps format::Window to the column layout of schemas/window.fbs.
 #include <bit>
 
 #include <flatbuffers/flatbuffers.h>
 
+#include "schemas/format/packed.h"
 #include "schemas/format/window.h"
 #include "schemas/window_generated.h"
 
@@ -18,6 +19,7 @@ static_assert(std::endian::native == std::endian::little,
 using flatbuffers::FlatBufferBuilder;
 using flatbuffers::Offset;
 using flatbuffers::Vector;
+using Bytes = Offset<Vector<uint8_t>>;
 
 template <class T, class Row, class Get>
 Offset<Vector<T>> Column(FlatBufferBuilder& b, const std::vector<Row>& rows, Get get) {
@@ -28,28 +30,28 @@ Offset<Vector<T>> Column(FlatBufferBuilder& b, const std::vector<Row>& rows, Get
 }
 
 template <class Row, class Get>
-Offset<fb::HistogramColumn> HistColumn(FlatBufferBuilder& b, const std::vector<Row>& rows,
-                                       Get get) {
-  size_t total = 0;
-  for (const Row& r : rows) total += get(r).counts.size();
-  uint32_t* counts = nullptr;
-  const auto counts_off = b.CreateUninitializedVector<uint32_t>(total, &counts);
-  size_t at = 0;
+Bytes Packed(FlatBufferBuilder& b, std::vector<uint8_t>& scratch, const std::vector<Row>& rows,
+             Get get) {
+  scratch.resize(rows.size() * kMaxVarintSize);
+  uint8_t* p = scratch.data();
+  for (const Row& r : rows) p = PutVarint(p, static_cast<uint64_t>(get(r)));
+  return b.CreateVector(scratch.data(), static_cast<size_t>(p - scratch.data()));
+}
+
+template <class Row, class Get>
+Bytes PackedHistograms(FlatBufferBuilder& b, std::vector<uint8_t>& scratch,
+                       const std::vector<Row>& rows, Get get) {
+  size_t values = 0;
+  for (const Row& r : rows) values += 2 + get(r).counts.size();
+  scratch.resize(values * kMaxVarintSize);
+  uint8_t* p = scratch.data();
   for (const Row& r : rows) {
     const Histogram& h = get(r);
-    std::copy(h.counts.begin(), h.counts.end(), counts + at);
-    at += h.counts.size();
+    p = PutVarint(p, static_cast<uint64_t>(h.counts.empty() ? 0 : h.first));
+    p = PutVarint(p, h.counts.size());
+    for (uint32_t c : h.counts) p = PutVarint(p, c);
   }
-  at = 0;
-  const auto start = Column<uint32_t>(b, rows, [&](const Row& r) {
-    const size_t s = at;
-    at += get(r).counts.size();
-    return s;
-  });
-  const auto length = Column<uint16_t>(b, rows, [&](const Row& r) { return get(r).counts.size(); });
-  const auto first = Column<int16_t>(b, rows, [&](const Row& r) { return get(r).first; });
-  return fb::CreateHistogramColumn(b, first, length, start,
-                                   Offset<Vector<uint32_t>>(counts_off));
+  return b.CreateVector(scratch.data(), static_cast<size_t>(p - scratch.data()));
 }
 
 template <class Row, class Get>
@@ -61,47 +63,24 @@ Offset<Vector<Offset<flatbuffers::String>>> Strings(FlatBufferBuilder& b,
   return b.CreateVector(offsets);
 }
 
-Offset<fb::FunctionColumns> EncodeFunctions(FlatBufferBuilder& b,
-                                            const std::vector<FunctionPattern>& f) {
-  using P = FunctionPattern;
-  const auto id = Column<uint64_t>(b, f, [](const P& p) { return p.id; });
-  const auto kind = Column<uint8_t>(b, f, [](const P& p) { return p.kind; });
-  const auto name = Strings(b, f, [](const P& p) -> const std::string& { return p.name; });
-  const auto parent = Column<uint64_t>(b, f, [](const P& p) { return p.parent_id; });
-  const auto count = Column<uint64_t>(b, f, [](const P& p) { return p.count; });
-  const auto total = Column<uint64_t>(b, f, [](const P& p) { return p.total_ns; });
-  const auto self = Column<uint64_t>(b, f, [](const P& p) { return p.self_ns; });
-  const auto min = Column<uint64_t>(b, f, [](const P& p) { return p.min_ns; });
-  const auto max = Column<uint64_t>(b, f, [](const P& p) { return p.max_ns; });
-  const auto wait = Column<uint64_t>(b, f, [](const P& p) { return p.wait_ns; });
-  const auto bytes = Column<uint64_t>(b, f, [](const P& p) { return p.bytes; });
-  const auto dev_samples = Column<uint64_t>(b, f, [](const P& p) { return p.device_samples; });
-  const auto dev_ns = Column<uint64_t>(b, f, [](const P& p) { return p.device_ns; });
-  const auto duration = HistColumn(b, f, [](const P& p) -> const Histogram& { return p.duration; });
-  const auto device = HistColumn(b, f, [](const P& p) -> const Histogram& { return p.device; });
-  const auto per_iter =
-      HistColumn(b, f, [](const P& p) -> const Histogram& { return p.per_iteration; });
-  return fb::CreateFunctionColumns(b, id, kind, name, parent, count, total, self, min, max, wait,
-                                   bytes, dev_samples, dev_ns, duration, device, per_iter);
-}
-
-Offset<fb::CollectiveColumns> EncodeCollectives(FlatBufferBuilder& b,
+Offset<fb::CollectiveColumns> EncodeCollectives(FlatBufferBuilder& b, std::vector<uint8_t>& s,
                                                 const std::vector<CollectivePattern>& c) {
   using P = CollectivePattern;
+  const auto name = Strings(b, c, [](const P& p) -> const std::string& { return p.name; });
   const auto comm = Column<uint64_t>(b, c, [](const P& p) { return p.comm_id; });
   const auto size = Column<uint32_t>(b, c, [](const P& p) { return p.comm_size; });
   const auto rank = Column<uint32_t>(b, c, [](const P& p) { return p.comm_rank; });
   const auto op = Column<uint8_t>(b, c, [](const P& p) { return p.op; });
   const auto peer = Column<int32_t>(b, c, [](const P& p) { return p.peer; });
-  const auto name = Strings(b, c, [](const P& p) -> const std::string& { return p.name; });
   const auto bytes = Column<uint64_t>(b, c, [](const P& p) { return p.bytes; });
   const auto count = Column<uint64_t>(b, c, [](const P& p) { return p.count; });
   const auto host = Column<uint64_t>(b, c, [](const P& p) { return p.host_ns; });
   const auto dev_samples = Column<uint64_t>(b, c, [](const P& p) { return p.device_samples; });
   const auto dev_ns = Column<uint64_t>(b, c, [](const P& p) { return p.device_ns; });
-  const auto device = HistColumn(b, c, [](const P& p) -> const Histogram& { return p.device; });
+  const auto device =
+      PackedHistograms(b, s, c, [](const P& p) -> const Histogram& { return p.device; });
   const auto offset =
-      HistColumn(b, c, [](const P& p) -> const Histogram& { return p.launch_offset; });
+      PackedHistograms(b, s, c, [](const P& p) -> const Histogram& { return p.launch_offset; });
   const auto first = Column<uint64_t>(b, c, [](const P& p) { return p.first_seq; });
   const auto launched = Column<uint64_t>(b, c, [](const P& p) { return p.last_seq_launched; });
   const auto completed = Column<uint64_t>(b, c, [](const P& p) { return p.last_seq_completed; });
@@ -118,17 +97,75 @@ uint64_t FunctionId(FunctionKind kind, std::string_view name, uint64_t parent_id
   return id == 0 ? 1 : id;  // 0 means "no function" (parent_id of a root)
 }
 
-std::span<const uint8_t> EncodedBytes(const FlatBufferBuilder& b) {
-  return {b.GetBufferPointer(), b.GetSize()};
+bool FillFunctionIds(std::vector<FunctionPattern>* functions) {
+  for (size_t i = 0; i < functions->size(); ++i) {
+    FunctionPattern& p = (*functions)[i];
+    if (p.parent >= static_cast<int64_t>(i) || p.parent < -1) return false;
+    p.parent_id = p.parent < 0 ? 0 : (*functions)[static_cast<size_t>(p.parent)].id;
+    p.id = FunctionId(p.kind, p.name, p.parent_id);
+  }
+  return true;
 }
 
-void EncodeWindow(const Window& w, FlatBufferBuilder& b) {
+WindowEncoder::WindowEncoder() : builder_(std::make_unique<FlatBufferBuilder>(1 << 20)) {}
+WindowEncoder::~WindowEncoder() = default;
+
+bool WindowEncoder::SameFunctionTable(const std::vector<FunctionPattern>& functions) const {
+  if (functions.size() != table_.size() || tail_.empty()) return false;
+  for (size_t i = 0; i < functions.size(); ++i) {
+    const FunctionPattern& p = functions[i];
+    const TableKey& k = table_[i];
+    if (p.kind != k.kind || p.parent != k.parent || p.name != k.name) return false;
+  }
+  return true;
+}
+
+std::span<const uint8_t> WindowEncoder::Encode(const Window& w) {
+  using P = FunctionPattern;
+  FlatBufferBuilder& b = *builder_;
+  std::vector<uint8_t>& s = scratch_;
+  const auto& f = w.functions;
   b.Clear();
-  const auto functions = EncodeFunctions(b, w.functions);
-  const auto collectives = EncodeCollectives(b, w.collectives);
+  // The static columns first: FlatBuffers builds back to front, so they become the buffer's tail.
+  // Offsets count from the buffer's end, so an unchanged table yields the same bytes and offsets.
+  if (SameFunctionTable(f)) {
+    b.PushBytes(tail_.data(), tail_.size());
+  } else {
+    tail_offsets_[0] = Strings(b, f, [](const P& p) -> const std::string& { return p.name; }).o;
+    tail_offsets_[1] = Column<uint8_t>(b, f, [](const P& p) { return p.kind; }).o;
+    tail_offsets_[2] = Packed(b, s, f, [](const P& p) { return p.parent + 1; }).o;
+    tail_.assign(b.GetCurrentBufferPointer(), b.GetCurrentBufferPointer() + b.GetSize());
+    table_.clear();
+    for (const P& p : f) table_.push_back(TableKey{p.kind, p.parent, p.name});
+  }
+  static_tail_size_ = b.GetSize();
+  const Offset<Vector<Offset<flatbuffers::String>>> name(tail_offsets_[0]);
+  const Offset<Vector<uint8_t>> kind(tail_offsets_[1]);
+  const Bytes parent(tail_offsets_[2]);
+
+  const auto count = Packed(b, s, f, [](const P& p) { return p.count; });
+  const auto total = Packed(b, s, f, [](const P& p) { return p.total_ns; });
+  const auto self = Packed(b, s, f, [](const P& p) { return p.self_ns; });
+  const auto min = Packed(b, s, f, [](const P& p) { return p.min_ns; });
+  const auto max = Packed(b, s, f, [](const P& p) { return p.max_ns; });
+  const auto wait = Packed(b, s, f, [](const P& p) { return p.wait_ns; });
+  const auto bytes = Packed(b, s, f, [](const P& p) { return p.bytes; });
+  const auto dev_samples = Packed(b, s, f, [](const P& p) { return p.device_samples; });
+  const auto dev_ns = Packed(b, s, f, [](const P& p) { return p.device_ns; });
+  const auto duration =
+      PackedHistograms(b, s, f, [](const P& p) -> const Histogram& { return p.duration; });
+  const auto device =
+      PackedHistograms(b, s, f, [](const P& p) -> const Histogram& { return p.device; });
+  const auto per_iter =
+      PackedHistograms(b, s, f, [](const P& p) -> const Histogram& { return p.per_iteration; });
+  const auto functions =
+      fb::CreateFunctionColumns(b, name, kind, parent, count, total, self, min, max, wait, bytes,
+                                dev_samples, dev_ns, duration, device, per_iter);
+
+  const auto collectives = EncodeCollectives(b, s, w.collectives);
   const std::vector<IterationStats> iters{w.iterations};
-  const auto iter_hist =
-      HistColumn(b, iters, [](const IterationStats& s) -> const Histogram& { return s.duration; });
+  const auto iter_hist = PackedHistograms(
+      b, s, iters, [](const IterationStats& it) -> const Histogram& { return it.duration; });
   const auto iterations = fb::CreateIterationStats(b, w.iterations.first, w.iterations.count,
                                                    w.iterations.total_ns, w.iterations.min_ns,
                                                    w.iterations.max_ns, iter_hist);
@@ -139,6 +176,7 @@ void EncodeWindow(const Window& w, FlatBufferBuilder& b) {
                                             w.start_mono_ns, w.end_mono_ns, w.start_real_ns,
                                             functions, collectives, iterations, health);
   fb::FinishWindowSummaryBuffer(b, root);
+  return {b.GetBufferPointer(), b.GetSize()};
 }
 
 }  // namespace perftracker::format

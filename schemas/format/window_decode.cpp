@@ -1,12 +1,15 @@
-// Decodes a verified WindowSummary buffer. Every cross-reference the verifier cannot see (column
-// lengths, histogram runs inside the shared counts vector) is checked here before use.
+// Decodes a verified WindowSummary buffer. What the verifier cannot see (column lengths, varints,
+// histogram bounds, parent indices) is checked here before use.
 #include <flatbuffers/flatbuffers.h>
 
+#include "schemas/format/packed.h"
 #include "schemas/format/window.h"
 #include "schemas/window_generated.h"
 
 namespace perftracker::format {
 namespace {
+
+using ByteVector = flatbuffers::Vector<uint8_t>;
 
 template <class T>
 bool Sized(const flatbuffers::Vector<T>* v, size_t n) {
@@ -25,73 +28,91 @@ std::string StringAt(const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::
   return s == nullptr ? std::string() : s->str();
 }
 
-bool HistSized(const fb::HistogramColumn* h, size_t n) {
-  if (h == nullptr) return true;
-  return h->first_bucket() && h->length() && h->start() && h->counts() &&
-         h->first_bucket()->size() == n && h->length()->size() == n && h->start()->size() == n;
+std::span<const uint8_t> Span(const ByteVector* v) {
+  return v == nullptr ? std::span<const uint8_t>() : std::span<const uint8_t>(v->data(), v->size());
 }
 
-bool HistAt(const fb::HistogramColumn* h, size_t i, Histogram* out) {
-  out->first = 0;
-  out->counts.clear();
-  if (h == nullptr) return true;
-  const auto idx = static_cast<flatbuffers::uoffset_t>(i);
-  const int first = h->first_bucket()->Get(idx);
-  const size_t length = h->length()->Get(idx);
-  const size_t start = h->start()->Get(idx);
-  if (length == 0) return true;
-  if (first < 0 || first + length > static_cast<size_t>(kHistogramBuckets)) return false;
-  if (start > h->counts()->size() || length > h->counts()->size() - start) return false;
-  out->first = first;
-  out->counts.assign(h->counts()->begin() + start, h->counts()->begin() + start + length);
+// Unpacks n varints into the field `member` of each row; an absent column leaves zeros.
+template <class Row, class T>
+bool Unpack(const ByteVector* column, std::vector<Row>* rows, T Row::*member) {
+  if (column == nullptr) return true;
+  VarintReader in(Span(column));
+  for (Row& row : *rows) {
+    uint64_t v;
+    if (!in.Next(&v)) return false;
+    row.*member = static_cast<T>(v);
+  }
+  return in.done();
+}
+
+bool NextHistogram(VarintReader& in, Histogram* h) {
+  uint64_t first, length;
+  if (!in.Next(&first) || !in.Next(&length)) return false;
+  if (first >= kHistogramBuckets || length > kHistogramBuckets - first) return false;
+  h->first = static_cast<int>(first);
+  h->counts.resize(length);
+  for (uint32_t& c : h->counts) {
+    uint64_t v;
+    if (!in.Next(&v) || v > UINT32_MAX) return false;
+    c = static_cast<uint32_t>(v);
+  }
+  if (length == 0) h->first = 0;
   return true;
+}
+
+template <class Row>
+bool UnpackHistograms(const ByteVector* column, std::vector<Row>* rows, Histogram Row::*member) {
+  if (column == nullptr) return true;
+  VarintReader in(Span(column));
+  for (Row& row : *rows) {
+    if (!NextHistogram(in, &(row.*member))) return false;
+  }
+  return in.done();
 }
 
 bool DecodeFunctions(const fb::FunctionColumns* c, std::vector<FunctionPattern>* out) {
+  using P = FunctionPattern;
   out->clear();
-  if (c == nullptr || c->id() == nullptr) return true;
-  const size_t n = c->id()->size();
-  if (!Sized(c->kind(), n) || !Sized(c->name(), n) || !Sized(c->parent_id(), n) ||
-      !Sized(c->count(), n) || !Sized(c->total_ns(), n) || !Sized(c->self_ns(), n) ||
-      !Sized(c->min_ns(), n) || !Sized(c->max_ns(), n) || !Sized(c->wait_ns(), n) ||
-      !Sized(c->bytes(), n) || !Sized(c->device_samples(), n) || !Sized(c->device_ns(), n) ||
-      !HistSized(c->duration(), n) || !HistSized(c->device(), n) ||
-      !HistSized(c->per_iteration(), n)) {
-    return false;
-  }
+  if (c == nullptr || c->name() == nullptr) return true;
+  const size_t n = c->name()->size();
+  if (!Sized(c->kind(), n)) return false;
   out->resize(n);
   for (size_t i = 0; i < n; ++i) {
-    FunctionPattern& p = (*out)[i];
-    p.id = At(c->id(), i);
-    p.kind = static_cast<FunctionKind>(At(c->kind(), i));
-    p.name = StringAt(c->name(), i);
-    p.parent_id = At(c->parent_id(), i);
-    p.count = At(c->count(), i);
-    p.total_ns = At(c->total_ns(), i);
-    p.self_ns = At(c->self_ns(), i);
-    p.min_ns = At(c->min_ns(), i);
-    p.max_ns = At(c->max_ns(), i);
-    p.wait_ns = At(c->wait_ns(), i);
-    p.bytes = At(c->bytes(), i);
-    p.device_samples = At(c->device_samples(), i);
-    p.device_ns = At(c->device_ns(), i);
-    if (!HistAt(c->duration(), i, &p.duration) || !HistAt(c->device(), i, &p.device) ||
-        !HistAt(c->per_iteration(), i, &p.per_iteration)) {
-      return false;
-    }
+    (*out)[i].name = StringAt(c->name(), i);
+    (*out)[i].kind = static_cast<FunctionKind>(At(c->kind(), i));
   }
-  return true;
+  std::vector<uint64_t> parent_plus_one(n, 0);
+  if (c->parent() != nullptr) {
+    VarintReader in(Span(c->parent()));
+    for (uint64_t& v : parent_plus_one) {
+      if (!in.Next(&v)) return false;
+    }
+    if (!in.done()) return false;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (parent_plus_one[i] > i) return false;  // a caller must come before its callees
+    (*out)[i].parent = static_cast<int32_t>(parent_plus_one[i]) - 1;
+  }
+  return Unpack(c->count(), out, &P::count) && Unpack(c->total_ns(), out, &P::total_ns) &&
+         Unpack(c->self_ns(), out, &P::self_ns) && Unpack(c->min_ns(), out, &P::min_ns) &&
+         Unpack(c->max_ns(), out, &P::max_ns) && Unpack(c->wait_ns(), out, &P::wait_ns) &&
+         Unpack(c->bytes(), out, &P::bytes) &&
+         Unpack(c->device_samples(), out, &P::device_samples) &&
+         Unpack(c->device_ns(), out, &P::device_ns) &&
+         UnpackHistograms(c->duration(), out, &P::duration) &&
+         UnpackHistograms(c->device(), out, &P::device) &&
+         UnpackHistograms(c->per_iteration(), out, &P::per_iteration) && FillFunctionIds(out);
 }
 
 bool DecodeCollectives(const fb::CollectiveColumns* c, std::vector<CollectivePattern>* out) {
+  using P = CollectivePattern;
   out->clear();
   if (c == nullptr || c->comm_id() == nullptr) return true;
   const size_t n = c->comm_id()->size();
   if (!Sized(c->comm_size(), n) || !Sized(c->comm_rank(), n) || !Sized(c->op(), n) ||
       !Sized(c->peer(), n) || !Sized(c->name(), n) || !Sized(c->bytes(), n) ||
       !Sized(c->count(), n) || !Sized(c->host_ns(), n) || !Sized(c->device_samples(), n) ||
-      !Sized(c->device_ns(), n) || !HistSized(c->device(), n) ||
-      !HistSized(c->launch_offset(), n) || !Sized(c->first_seq(), n) ||
+      !Sized(c->device_ns(), n) || !Sized(c->first_seq(), n) ||
       !Sized(c->last_seq_launched(), n) || !Sized(c->last_seq_completed(), n)) {
     return false;
   }
@@ -112,11 +133,9 @@ bool DecodeCollectives(const fb::CollectiveColumns* c, std::vector<CollectivePat
     p.first_seq = At(c->first_seq(), i);
     p.last_seq_launched = At(c->last_seq_launched(), i);
     p.last_seq_completed = At(c->last_seq_completed(), i);
-    if (!HistAt(c->device(), i, &p.device) || !HistAt(c->launch_offset(), i, &p.launch_offset)) {
-      return false;
-    }
   }
-  return true;
+  return UnpackHistograms(c->device(), out, &P::device) &&
+         UnpackHistograms(c->launch_offset(), out, &P::launch_offset);
 }
 
 }  // namespace
@@ -140,8 +159,9 @@ bool DecodeWindow(std::span<const uint8_t> bytes, Window* out) {
     out->iterations.total_ns = it->total_ns();
     out->iterations.min_ns = it->min_ns();
     out->iterations.max_ns = it->max_ns();
-    if (!HistSized(it->duration(), 1) || !HistAt(it->duration(), 0, &out->iterations.duration)) {
-      return false;
+    if (it->duration() != nullptr) {
+      VarintReader in(Span(it->duration()));
+      if (!NextHistogram(in, &out->iterations.duration) || !in.done()) return false;
     }
   }
   out->health = Health{};

@@ -51,9 +51,18 @@ struct Spec {
   double mean_ns;
 };
 
+// Calls per iteration are heavy-tailed, as with call-path identities: most paths run once per
+// step, some once per layer, a few (elementwise kernels, small launches) many times.
+int CallsPerIteration(std::mt19937_64& rng) {
+  const int roll = static_cast<int>(rng() % 100);
+  if (roll < 60) return 1;
+  if (roll < 85) return 2 + static_cast<int>(rng() % 7);
+  return 16 + static_cast<int>(rng() % 49);
+}
+
 Spec MakeSpec(std::mt19937_64& rng, int i) {
   const int bucket = i % 20;
-  std::uniform_int_distribution<int> calls(1, 48);
+  auto calls = [](std::mt19937_64& r) { return CallsPerIteration(r); };
   std::lognormal_distribution<double> mean(9.0, 1.5);
   if (bucket < 13) {  // 65% Python functions, named like file:line:qualname
     const auto* mod = kModules[rng() % kModules.size()];
@@ -96,7 +105,10 @@ format::Window MakeWindow(const JobShape& shape, int rank, int world_size, uint6
     format::FunctionPattern p;
     p.kind = spec.kind;
     p.name = spec.name;
-    p.id = format::FunctionId(p.kind, p.name);
+    // Python functions sit in call paths: a caller among the functions before them.
+    if (spec.kind == FunctionKind::kPython && i > 16 && code_rng() % 2 == 0) {
+      p.parent = static_cast<int32_t>(code_rng() % static_cast<uint64_t>(i));
+    }
     const double scale = spec.kind == FunctionKind::kKernel ? compute : 1.0;
     for (int it = 0; it < shape.iterations; ++it) {
       uint64_t iter_total = 0;
@@ -163,6 +175,7 @@ format::Window MakeWindow(const JobShape& shape, int rank, int world_size, uint6
   w.start_mono_ns = 1'000'000'000ull + window_seq * w.iterations.total_ns;
   w.end_mono_ns = w.start_mono_ns + w.iterations.total_ns;
   w.start_real_ns = 1'790'000'000'000'000'000ull + w.start_mono_ns;
+  format::FillFunctionIds(&w.functions);
   w.health.hook_calls = 1'000'000;
   w.health.hook_ns = 25'000'000;
   return w;

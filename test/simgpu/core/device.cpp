@@ -9,6 +9,7 @@ namespace simgpu {
 namespace {
 
 constexpr int kMaxDevices = 16;
+thread_local int t_current_device = 0;
 
 }  // namespace
 
@@ -17,6 +18,9 @@ Device::Device(int ordinal) : ordinal_(ordinal) {}
 int Device::Count() {
   return static_cast<int>(std::clamp<int64_t>(GetConfig().device_count, 1, kMaxDevices));
 }
+
+int Device::CurrentOrdinal() { return t_current_device; }
+void Device::SetCurrentOrdinal(int ordinal) { t_current_device = ordinal; }
 
 Device* Device::Get(int ordinal) {
   static std::mutex mu;
@@ -101,6 +105,16 @@ void Device::Synchronize() {
   for (Stream* s : streams) {
     if (WorkRef last = s->Last()) s->WaitComplete(last);
   }
+}
+
+Stream* ResolveStreamHandle(int device, const void* handle, bool per_thread_default) {
+  constexpr uintptr_t kLegacy = 0x1;
+  constexpr uintptr_t kPerThread = 0x2;
+  auto value = reinterpret_cast<uintptr_t>(handle);
+  Device* dev = Device::Get(device);
+  if (value == kLegacy || (value == 0 && !per_thread_default)) return dev->Legacy();
+  if (value == kPerThread || value == 0) return dev->PerThread();
+  return static_cast<Stream*>(const_cast<void*>(handle));
 }
 
 }  // namespace simgpu

@@ -23,6 +23,10 @@ class Device {
   // The device with this ordinal (created on first use), or null when out of range.
   static Device* Get(int ordinal);
   static int Count();
+  // The calling host thread's current device (cudaSetDevice), shared by every stand-in library
+  // so that e.g. NCCL never has to call an exported cudart function to learn it.
+  static int CurrentOrdinal();
+  static void SetCurrentOrdinal(int ordinal);
 
   int ordinal() const { return ordinal_; }
 
@@ -49,6 +53,11 @@ class Device {
   std::vector<Stream*> streams_;  // live streams, legacy included
   uint32_t next_stream_id_ = 0;
 };
+
+// CUDA stream handles as the runtime and driver define them: null (the legacy stream, or the
+// per-thread stream for _ptsz entry points), 0x1 (cudaStreamLegacy), 0x2 (cudaStreamPerThread),
+// else a Stream*. Null/legacy/per-thread resolve on `device`.
+Stream* ResolveStreamHandle(int device, const void* handle, bool per_thread_default);
 
 }  // namespace simgpu
 

@@ -114,9 +114,12 @@ void Stream::Run(const WorkRef& item) {
     queue_.pop_front();
   }
   done_cv_.notify_all();
-  if (item->spec.kind != WorkKind::kMarker && ActivityEnabled(item->spec.kind)) {
+  // NCCL work shows up as the kernel that real NCCL would have launched.
+  WorkKind activity_kind =
+      item->spec.kind == WorkKind::kComm ? WorkKind::kKernel : item->spec.kind;
+  if (item->spec.kind != WorkKind::kMarker && ActivityEnabled(activity_kind)) {
     ActivityRecord record;
-    record.kind = item->spec.kind;
+    record.kind = activity_kind;
     record.device = device_;
     record.stream_id = id_;
     record.correlation_id = item->spec.correlation_id;

@@ -4,7 +4,6 @@ namespace simgpu::cudart {
 namespace {
 
 thread_local cudaError_t t_last_error = cudaSuccess;
-thread_local int t_device = 0;
 
 }  // namespace
 
@@ -21,17 +20,12 @@ cudaError_t TakeLastError() {
 
 cudaError_t PeekLastError() { return t_last_error; }
 
-int CurrentDeviceOrdinal() { return t_device; }
-void SetCurrentDeviceOrdinal(int ordinal) { t_device = ordinal; }
-Device* CurrentDevice() { return Device::Get(t_device); }
+int CurrentDeviceOrdinal() { return Device::CurrentOrdinal(); }
+void SetCurrentDeviceOrdinal(int ordinal) { Device::SetCurrentOrdinal(ordinal); }
+Device* CurrentDevice() { return Device::Get(Device::CurrentOrdinal()); }
 
 Stream* ResolveStream(cudaStream_t handle, bool per_thread_default) {
-  if (handle == cudaStreamLegacy) return CurrentDevice()->Legacy();
-  if (handle == cudaStreamPerThread || (handle == nullptr && per_thread_default)) {
-    return CurrentDevice()->PerThread();
-  }
-  if (handle == nullptr) return CurrentDevice()->Legacy();
-  return reinterpret_cast<Stream*>(handle);
+  return ResolveStreamHandle(Device::CurrentOrdinal(), handle, per_thread_default);
 }
 
 }  // namespace simgpu::cudart

@@ -1,0 +1,201 @@
+// Collectives, point-to-point and groups. As with real NCCL the call only enqueues: the op runs
+// on the stream (see nccl_exec.cpp). Inside ncclGroupStart/End ops are collected per host thread
+// and launched at the outermost ncclGroupEnd, one fused work item per stream.
+#include <nccl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <string>
+
+#include "core/activity.h"
+#include "core/config.h"
+#include "core/device.h"
+#include "core/registry.h"
+#include "nccl/nccl_alias.h"
+#include "nccl/nccl_state.h"
+
+namespace simgpu::nccl {
+namespace {
+
+thread_local int t_group_depth = 0;
+thread_local std::vector<Op> t_pending;
+std::atomic<int64_t> g_op_number{0};
+
+const char* KernelNameFor(const Op& op) {
+  static const char* const kNames[] = {
+      "ncclDevKernel_AllReduce_Sum_RING_LL", "ncclDevKernel_AllGather_RING_LL",
+      "ncclDevKernel_ReduceScatter_Sum_RING_LL", "ncclDevKernel_Broadcast_RING_LL",
+      "ncclDevKernel_Reduce_Sum_RING_LL", "ncclDevKernel_SendRecv"};
+  return InternName(kNames[static_cast<int>(op.kind)]);
+}
+
+// SIMGPU_HANG: this rank stops for good before issuing the chosen op, as a rank stuck in
+// Python or a dead data loader would. The other ranks then wait inside that collective.
+void MaybeHang(int64_t op_number) {
+  const OpFault& hang = GetConfig().hang_fault;
+  if (hang.rank != ProcessRank() || hang.op != op_number) return;
+  std::fprintf(stderr, "simgpu: SIMGPU_HANG: rank %ld stops before NCCL op %ld\n",
+               static_cast<long>(hang.rank), static_cast<long>(op_number));
+  for (;;) pause();
+}
+
+void Launch(std::vector<Op> ops) {
+  // One fused item per stream, in issue order.
+  while (!ops.empty()) {
+    cudaStream_t stream = ops.front().stream;
+    std::vector<Op> batch;
+    std::vector<Op> rest;
+    for (Op& op : ops) (op.stream == stream ? batch : rest).push_back(std::move(op));
+    Stream* s = ResolveStreamHandle(batch.front().comm->device, stream, false);
+    WorkSpec spec;
+    spec.kind = WorkKind::kComm;
+    spec.kernel.name = KernelNameFor(batch.front());
+    spec.kernel.grid[0] = 16;  // channels
+    spec.kernel.block[0] = 512;
+    spec.correlation_id = NextCorrelationId();
+    spec.exec = [batch](int64_t ready_ns) { return RunOps(batch, ready_ns); };
+    Device::Get(s->device())->Enqueue(s, std::move(spec));
+    ops = std::move(rest);
+  }
+}
+
+ncclResult_t Collective(CollKind kind, uint64_t count, ncclDataType_t type, ncclComm_t comm,
+                        cudaStream_t stream, bool per_rank_count) {
+  if (!comm) return ncclInvalidArgument;
+  size_t size = TypeBytes(type);
+  if (size == 0) return ncclInvalidArgument;
+  Op op;
+  op.kind = kind;
+  op.comm = comm->shared;
+  op.stream = stream;
+  op.bytes = count * size * (per_rank_count ? comm->shared->group->nranks() : 1);
+  op.seq = comm->next_collective++;
+  return Issue(std::move(op));
+}
+
+ncclResult_t PointToPoint(bool is_send, size_t count, ncclDataType_t type, int peer,
+                          ncclComm_t comm, cudaStream_t stream) {
+  if (!comm) return ncclInvalidArgument;
+  size_t size = TypeBytes(type);
+  if (size == 0 || peer < 0 || peer >= comm->shared->group->nranks()) {
+    return ncclInvalidArgument;
+  }
+  Op op;
+  op.kind = CollKind::kSendRecv;
+  op.comm = comm->shared;
+  op.stream = stream;
+  op.bytes = count * size;
+  op.peer = peer;
+  op.is_send = is_send;
+  op.seq = is_send ? comm->sends_to[peer]++ : comm->recvs_from[peer]++;
+  return Issue(std::move(op));
+}
+
+bool ValidRoot(int root, ncclComm_t comm) {
+  return comm && root >= 0 && root < comm->shared->group->nranks();
+}
+
+}  // namespace
+
+size_t TypeBytes(ncclDataType_t type) {
+  switch (type) {
+    case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
+    case ncclFloat16: case ncclBfloat16: return 2;
+    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
+    case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
+    default: return 0;
+  }
+}
+
+ncclResult_t Issue(Op op) {
+  op.op_number = g_op_number.fetch_add(1);
+  MaybeHang(op.op_number);
+  if (t_group_depth > 0) {
+    t_pending.push_back(std::move(op));
+    return ncclSuccess;
+  }
+  std::vector<Op> ops;
+  ops.push_back(std::move(op));
+  Launch(std::move(ops));
+  return ncclSuccess;
+}
+
+}  // namespace simgpu::nccl
+
+namespace sn = simgpu::nccl;
+using simgpu::CollKind;
+
+extern "C" {
+
+ncclResult_t pncclAllReduce(const void*, void*, size_t count, ncclDataType_t type, ncclRedOp_t,
+                            ncclComm_t comm, cudaStream_t stream) {
+  return sn::Collective(CollKind::kAllReduce, count, type, comm, stream, false);
+}
+
+ncclResult_t pncclAllGather(const void*, void*, size_t send_count, ncclDataType_t type,
+                            ncclComm_t comm, cudaStream_t stream) {
+  return sn::Collective(CollKind::kAllGather, send_count, type, comm, stream, true);
+}
+
+ncclResult_t pncclReduceScatter(const void*, void*, size_t recv_count, ncclDataType_t type,
+                                ncclRedOp_t, ncclComm_t comm, cudaStream_t stream) {
+  return sn::Collective(CollKind::kReduceScatter, recv_count, type, comm, stream, true);
+}
+
+ncclResult_t pncclBroadcast(const void*, void*, size_t count, ncclDataType_t type, int root,
+                            ncclComm_t comm, cudaStream_t stream) {
+  if (!sn::ValidRoot(root, comm)) return ncclInvalidArgument;
+  return sn::Collective(CollKind::kBroadcast, count, type, comm, stream, false);
+}
+
+ncclResult_t pncclBcast(void* buff, size_t count, ncclDataType_t type, int root, ncclComm_t comm,
+                        cudaStream_t stream) {
+  if (!sn::ValidRoot(root, comm)) return ncclInvalidArgument;
+  (void)buff;
+  return sn::Collective(CollKind::kBroadcast, count, type, comm, stream, false);
+}
+
+ncclResult_t pncclReduce(const void*, void*, size_t count, ncclDataType_t type, ncclRedOp_t,
+                         int root, ncclComm_t comm, cudaStream_t stream) {
+  if (!sn::ValidRoot(root, comm)) return ncclInvalidArgument;
+  return sn::Collective(CollKind::kReduce, count, type, comm, stream, false);
+}
+
+ncclResult_t pncclSend(const void*, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
+                       cudaStream_t stream) {
+  return sn::PointToPoint(true, count, type, peer, comm, stream);
+}
+
+ncclResult_t pncclRecv(void*, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
+                       cudaStream_t stream) {
+  return sn::PointToPoint(false, count, type, peer, comm, stream);
+}
+
+ncclResult_t pncclGroupStart() {
+  ++sn::t_group_depth;
+  return ncclSuccess;
+}
+
+ncclResult_t pncclGroupEnd() {
+  if (sn::t_group_depth == 0) return ncclInvalidUsage;
+  if (--sn::t_group_depth == 0 && !sn::t_pending.empty()) {
+    std::vector<sn::Op> ops = std::move(sn::t_pending);
+    sn::t_pending.clear();
+    sn::Launch(std::move(ops));
+  }
+  return ncclSuccess;
+}
+
+}  // extern "C"
+
+SIMGPU_NCCL_WEAK_ALIAS(ncclAllReduce)
+SIMGPU_NCCL_WEAK_ALIAS(ncclAllGather)
+SIMGPU_NCCL_WEAK_ALIAS(ncclReduceScatter)
+SIMGPU_NCCL_WEAK_ALIAS(ncclBroadcast)
+SIMGPU_NCCL_WEAK_ALIAS(ncclBcast)
+SIMGPU_NCCL_WEAK_ALIAS(ncclReduce)
+SIMGPU_NCCL_WEAK_ALIAS(ncclSend)
+SIMGPU_NCCL_WEAK_ALIAS(ncclRecv)
+SIMGPU_NCCL_WEAK_ALIAS(ncclGroupStart)
+SIMGPU_NCCL_WEAK_ALIAS(ncclGroupEnd)

@@ -1,0 +1,190 @@
+// Communicator life cycle and identity queries.
+#include <nccl.h>
+#include <sys/random.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/config.h"
+#include "core/cost_model.h"
+#include "core/device.h"
+#include "nccl/nccl_alias.h"
+#include "nccl/nccl_state.h"
+
+namespace simgpu::nccl {
+namespace {
+
+ncclResult_t ToResult(RendezvousStatus status) {
+  switch (status) {
+    case RendezvousStatus::kOk: return ncclSuccess;
+    case RendezvousStatus::kInvalidArgument: return ncclInvalidArgument;
+    case RendezvousStatus::kSystemError: return ncclSystemError;
+    case RendezvousStatus::kAborted: return ncclRemoteError;
+  }
+  return ncclInternalError;
+}
+
+// The child communicator of split `generation` with `color` gets a key every member derives
+// the same way, and that no other communicator uses.
+void ChildKey(const uint8_t parent[16], uint64_t generation, int color, uint8_t out[16]) {
+  uint64_t a = 0;
+  uint64_t b = 0;
+  std::memcpy(&a, parent, 8);
+  std::memcpy(&b, parent + 8, 8);
+  uint64_t x = Mix64(a ^ Mix64(generation * 0x10001 + static_cast<uint32_t>(color)));
+  uint64_t y = Mix64(b ^ x);
+  std::memcpy(out, &x, 8);
+  std::memcpy(out + 8, &y, 8);
+}
+
+ncclResult_t Split(ncclComm_t comm, int color, int key, ncclComm_t* out) {
+  if (!comm || !out) return ncclInvalidArgument;
+  uint64_t generation = comm->split_generation++;
+  std::vector<std::pair<int, int>> all;
+  ShmGroup& parent = *comm->shared->group;
+  if (ncclResult_t r = ToResult(parent.Split(generation, color, key, &all)); r != ncclSuccess) {
+    return r;
+  }
+  *out = nullptr;
+  if (color == NCCL_SPLIT_NOCOLOR) return ncclSuccess;
+  std::vector<int> members;  // parent ranks with my color, ordered by (key, parent rank)
+  for (int r = 0; r < static_cast<int>(all.size()); ++r) {
+    if (all[r].first == color) members.push_back(r);
+  }
+  std::stable_sort(members.begin(), members.end(),
+                   [&](int x, int y) { return all[x].second < all[y].second; });
+  int my_index = static_cast<int>(std::find(members.begin(), members.end(), parent.rank()) -
+                                  members.begin());
+  uint8_t child[16];
+  ChildKey(comm->key, generation, color, child);
+  return InitComm(out, static_cast<int>(members.size()), child, my_index);
+}
+
+}  // namespace
+
+ncclResult_t InitComm(ncclComm_t* out, int nranks, const uint8_t key[16], int rank) {
+  if (!out) return ncclInvalidArgument;
+  std::shared_ptr<ShmGroup> group;
+  RendezvousStatus status = ShmGroup::Join(key, nranks, rank, ProcessRank(), &group);
+  if (status != RendezvousStatus::kOk) return ToResult(status);
+  auto* comm = new ncclComm;
+  comm->shared = std::make_shared<CommShared>();
+  comm->shared->group = std::move(group);
+  comm->shared->device = Device::CurrentOrdinal();
+  comm->device = comm->shared->device;
+  std::memcpy(comm->key, key, 16);
+  comm->sends_to.assign(nranks, 0);
+  comm->recvs_from.assign(nranks, 0);
+  *out = comm;
+  return ncclSuccess;
+}
+
+}  // namespace simgpu::nccl
+
+namespace sn = simgpu::nccl;
+
+extern "C" {
+
+ncclResult_t pncclGetVersion(int* version) {
+  if (!version) return ncclInvalidArgument;
+  *version = NCCL_VERSION_CODE;
+  return ncclSuccess;
+}
+
+ncclResult_t pncclGetUniqueId(ncclUniqueId* id) {
+  if (!id) return ncclInvalidArgument;
+  std::memset(id, 0, sizeof(*id));
+  // 16 random bytes name the shared-memory segment; the rest stays zero.
+  if (getrandom(id->internal, 16, 0) != 16) return ncclSystemError;
+  return ncclSuccess;
+}
+
+ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
+  return sn::InitComm(comm, nranks, reinterpret_cast<const uint8_t*>(id.internal), rank);
+}
+
+ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank,
+                                     ncclConfig_t*) {
+  // Every configuration behaves as a blocking communicator.
+  return sn::InitComm(comm, nranks, reinterpret_cast<const uint8_t*>(id.internal), rank);
+}
+
+ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
+                            ncclConfig_t*) {
+  return sn::Split(comm, color, key, newcomm);
+}
+
+ncclResult_t pncclCommFinalize(ncclComm_t comm) {
+  return comm ? ncclSuccess : ncclInvalidArgument;
+}
+
+ncclResult_t pncclCommDestroy(ncclComm_t comm) {
+  if (!comm) return ncclInvalidArgument;
+  delete comm;  // work still in flight keeps the shared state alive
+  return ncclSuccess;
+}
+
+ncclResult_t pncclCommAbort(ncclComm_t comm) {
+  if (!comm) return ncclInvalidArgument;
+  comm->shared->group->Abort();
+  delete comm;
+  return ncclSuccess;
+}
+
+ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* error) {
+  if (!comm || !error) return ncclInvalidArgument;
+  *error = static_cast<ncclResult_t>(comm->shared->async_error.load());
+  if (*error == ncclSuccess && comm->shared->group->peer_lost()) *error = ncclRemoteError;
+  return ncclSuccess;
+}
+
+ncclResult_t pncclCommCount(const ncclComm_t comm, int* count) {
+  if (!comm || !count) return ncclInvalidArgument;
+  *count = comm->shared->group->nranks();
+  return ncclSuccess;
+}
+
+ncclResult_t pncclCommUserRank(const ncclComm_t comm, int* rank) {
+  if (!comm || !rank) return ncclInvalidArgument;
+  *rank = comm->shared->group->rank();
+  return ncclSuccess;
+}
+
+ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int* device) {
+  if (!comm || !device) return ncclInvalidArgument;
+  *device = comm->device;
+  return ncclSuccess;
+}
+
+const char* pncclGetErrorString(ncclResult_t result) {
+  switch (result) {
+    case ncclSuccess: return "no error";
+    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case ncclInternalError: return "internal error - please report this issue to the NCCL developers";
+    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case ncclRemoteError: return "remote process exited or there was a network error";
+    case ncclInProgress: return "NCCL operation in progress";
+    default: return "unknown result code";
+  }
+}
+
+const char* pncclGetLastError(ncclComm_t) { return ""; }
+
+}  // extern "C"
+
+SIMGPU_NCCL_WEAK_ALIAS(ncclGetVersion)
+SIMGPU_NCCL_WEAK_ALIAS(ncclGetUniqueId)
+SIMGPU_NCCL_WEAK_ALIAS(ncclCommInitRank)
+SIMGPU_NCCL_WEAK_ALIAS(ncclCommInitRankConfig)
+SIMGPU_NCCL_WEAK_ALIAS(ncclCommSplit)
+SIMGPU_NCCL_WEAK_ALIAS(ncclCommFinalize)
+SIMGPU_NCCL_WEAK_ALIAS(ncclCommDestroy)
+SIMGPU_NCCL_WEAK_ALIAS(ncclCommAbort)
+SIMGPU_NCCL_WEAK_ALIAS(ncclCommGetAsyncError)
+SIMGPU_NCCL_WEAK_ALIAS(ncclCommCount)
+SIMGPU_NCCL_WEAK_ALIAS(ncclCommUserRank)
+SIMGPU_NCCL_WEAK_ALIAS(ncclCommCuDevice)
+SIMGPU_NCCL_WEAK_ALIAS(ncclGetErrorString)
+SIMGPU_NCCL_WEAK_ALIAS(ncclGetLastError)

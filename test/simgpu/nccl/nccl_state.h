@@ -1,0 +1,68 @@
+// Internal state of the NCCL stand-in.
+//
+// A communicator is a ShmGroup (the cross-process wire) plus host-side counters. Work enqueued
+// on a stream holds a CommShared, so ncclCommDestroy/Abort never free state a device thread is
+// still using.
+#ifndef SIMGPU_NCCL_NCCL_STATE_H_
+#define SIMGPU_NCCL_NCCL_STATE_H_
+
+#include <nccl.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/cost_model.h"
+#include "core/rendezvous.h"
+
+namespace simgpu::nccl {
+
+struct CommShared {
+  std::shared_ptr<ShmGroup> group;
+  int device = 0;  // the CUDA device current when the communicator was created
+  std::atomic<int> async_error{ncclSuccess};
+};
+
+// One NCCL operation as issued by the host: everything its device-side execution needs.
+struct Op {
+  CollKind kind = CollKind::kAllReduce;
+  std::shared_ptr<CommShared> comm;
+  cudaStream_t stream = nullptr;
+  uint64_t bytes = 0;     // the full buffer (see CollectiveNs)
+  int peer = -1;          // send/recv only
+  bool is_send = false;
+  uint64_t seq = 0;       // collective number on the communicator, or p2p message index
+  int64_t op_number = 0;  // process-wide NCCL op number (the fault knobs count these)
+};
+
+}  // namespace simgpu::nccl
+
+// The communicator handle type nccl.h declares as opaque.
+struct ncclComm {
+  std::shared_ptr<simgpu::nccl::CommShared> shared;
+  int device = 0;
+  uint8_t key[16] = {};
+  uint64_t next_collective = 0;
+  uint64_t split_generation = 0;
+  std::vector<uint64_t> sends_to;    // message counters per peer
+  std::vector<uint64_t> recvs_from;
+};
+
+namespace simgpu::nccl {
+
+// Joins the communicator `key` as `rank` of `nranks` (blocks until all ranks joined).
+ncclResult_t InitComm(ncclComm_t* out, int nranks, const uint8_t key[16], int rank);
+
+// Issues an op now, or queues it until the outermost ncclGroupEnd.
+ncclResult_t Issue(Op op);
+
+// Device-side execution of a batch of ops that reached the head of a stream at `ready_ns`;
+// returns the device time at which the last of them completes.
+int64_t RunOps(const std::vector<Op>& ops, int64_t ready_ns);
+
+size_t TypeBytes(ncclDataType_t type);
+
+}  // namespace simgpu::nccl
+
+#endif  // SIMGPU_NCCL_NCCL_STATE_H_

@@ -1,0 +1,254 @@
+// NCCL stand-in across real processes: collectives wait for the last rank, the fault knobs do
+// what README.md says, and hangs hang. Each case forks its ranks (tests/mp_harness.h); the parent
+// only asserts. Device timings are exact model values (the device clock is shared through
+// CLOCK_MONOTONIC); only host-side skew is noisy, so checks use margins or take the minimum over
+// ranks (the last rank to arrive measures the pure modelled duration).
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <thread>
+
+#include "tests/mp_harness.h"
+#include "tests/test_kernels.h"
+
+namespace {
+
+using simgpu_test::Env;
+using simgpu_test::RankContext;
+using simgpu_test::RankResult;
+using simgpu_test::RunRanks;
+
+constexpr size_t kMiB = 1 << 20;
+
+double WallMs() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Per-rank setup shared by the bodies below.
+struct Rank {
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  void* buffer = nullptr;
+
+  explicit Rank(RankContext& ctx, size_t bytes = 4 * kMiB) {
+    cudaSetDevice(0);
+    ncclCommInitRank(&comm, ctx.nranks, ctx.id, ctx.rank);
+    cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    cudaEventCreate(&start);
+    cudaEventCreate(&stop);
+    cudaMalloc(&buffer, bytes);
+  }
+  // Times one all-reduce of `bytes` on `c` (default: the world) and returns elapsed ms.
+  double TimedAllReduce(size_t bytes, ncclComm_t c = nullptr) {
+    cudaEventRecord(start, stream);
+    ncclAllReduce(buffer, buffer, bytes / 4, ncclFloat32, ncclSum, c ? c : comm, stream);
+    cudaEventRecord(stop, stream);
+    cudaStreamSynchronize(stream);
+    float ms = -1;
+    cudaEventElapsedTime(&ms, start, stop);
+    return ms;
+  }
+  void Barrier() {
+    ncclAllReduce(buffer, buffer, 1, ncclFloat32, ncclSum, comm, stream);
+    cudaStreamSynchronize(stream);
+  }
+};
+
+double MinOver(const std::vector<RankResult>& results, int index, std::vector<int> ranks) {
+  double m = 1e300;
+  for (int r : ranks) m = std::min(m, results[r].values[index]);
+  return m;
+}
+
+void RequireAllFinished(const std::vector<RankResult>& results) {
+  for (size_t r = 0; r < results.size(); ++r) {
+    INFO("rank " << r);
+    REQUIRE(results[r].finished);
+    REQUIRE(results[r].exit_code == 0);
+  }
+}
+
+// Ring all-reduce model: latency + 2(n-1)/n * bytes / bandwidth (GB/s == bytes/ns), in ms.
+double RingMs(size_t bytes, int n, double gbps) {
+  return (10000.0 + 2.0 * (n - 1) / n * static_cast<double>(bytes) / gbps) / 1e6;
+}
+
+}  // namespace
+
+TEST_CASE("an all-reduce across 4 processes waits for the last rank", "[simgpu][nccl]") {
+  auto results = RunRanks(4, {{"SIMGPU_TIME_SCALE", "0.05"}}, [](RankContext& ctx) {
+    Rank r(ctx, 64 * kMiB);
+    r.Barrier();
+    if (ctx.rank == 3) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ctx.result->values[0] = WallMs();  // when this rank issued
+    ctx.result->values[1] = r.TimedAllReduce(64 * kMiB);
+    ctx.result->values[2] = WallMs();  // when its synchronize returned
+    int n = 0;
+    ncclCommCount(r.comm, &n);
+    int me = -1;
+    ncclCommUserRank(r.comm, &me);
+    int version = 0;
+    ncclGetVersion(&version);
+    ctx.result->progress = (n == 4) + (me == ctx.rank) + (version == NCCL_VERSION_CODE);
+  }, 20000);
+  RequireAllFinished(results);
+  for (int rank = 0; rank < 3; ++rank) {
+    INFO("rank " << rank);
+    CHECK(results[rank].progress == 3);
+    CHECK(results[rank].values[2] >= results[3].values[0]);  // returned after rank 3 issued
+    CHECK(results[rank].values[1] >= 0.9 * 300 / 0.05);       // and the device waited (sim ms)
+  }
+  // The last rank measures the modelled duration alone.
+  CHECK(results[3].values[1] == Approx(RingMs(64 * kMiB, 4, 150)).margin(0.5));
+}
+
+TEST_CASE("a compute slowdown slows one rank; its peers wait in the collective",
+          "[simgpu][nccl]") {
+  auto results = RunRanks(4, {{"SIMGPU_COMPUTE_SLOWDOWN", "2=3"}}, [](RankContext& ctx) {
+    Rank r(ctx);
+    simgpu_test::RegisterTestKernels();
+    r.Barrier();
+    cudaEventRecord(r.start, r.stream);
+    cudaLaunchKernel(simgpu_test::GemmKernel(), simgpu_test::GridForNs(20000000 + 2000),
+                     dim3(simgpu_test::kThreads), nullptr, 0, r.stream);
+    cudaEventRecord(r.stop, r.stream);
+    cudaStreamSynchronize(r.stream);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, r.start, r.stop);
+    ctx.result->values[0] = ms;
+    ctx.result->values[1] = r.TimedAllReduce(4 * kMiB);
+  }, 20000);
+  RequireAllFinished(results);
+  CHECK(results[2].values[0] == Approx(60.006).margin(0.01));
+  for (int rank : {0, 1, 3}) {
+    INFO("rank " << rank);
+    CHECK(results[rank].values[0] == Approx(20.002).margin(0.01));
+    CHECK(results[rank].values[1] > 25.0);  // waited ~40 ms for rank 2
+  }
+  CHECK(results[2].values[1] < 15.0);
+}
+
+TEST_CASE("a link factor slows exactly the collectives that cross that link", "[simgpu][nccl]") {
+  constexpr size_t kBytes = 256 * kMiB;
+  auto body = [](RankContext& ctx) {
+    Rank r(ctx, kBytes);
+    ncclComm_t pair = nullptr;  // {0,1} and {2,3}
+    ncclCommSplit(r.comm, ctx.rank / 2, ctx.rank, &pair, nullptr);
+    r.Barrier();
+    ctx.result->values[0] = r.TimedAllReduce(kBytes);
+    ctx.result->values[1] = r.TimedAllReduce(kBytes, pair);
+    int pair_size = 0;
+    ncclCommCount(pair, &pair_size);
+    ctx.result->progress = pair_size;
+    ncclCommDestroy(pair);
+  };
+  SECTION("one bad link between ranks 2 and 3") {
+    auto results = RunRanks(4, {{"SIMGPU_RANKS_PER_NODE", "4"}, {"SIMGPU_LINK_FACTOR", "2-3=0.1"}},
+                            body, 30000);
+    RequireAllFinished(results);
+    CHECK(results[0].progress == 2);
+    CHECK(MinOver(results, 0, {0, 1, 2, 3}) == Approx(RingMs(kBytes, 4, 15)).epsilon(0.03));
+    CHECK(MinOver(results, 1, {0, 1}) == Approx(RingMs(kBytes, 2, 150)).epsilon(0.03));
+    CHECK(MinOver(results, 1, {2, 3}) == Approx(RingMs(kBytes, 2, 15)).epsilon(0.03));
+  }
+  SECTION("every link of node 1 at half speed, two nodes") {
+    auto results = RunRanks(4, {{"SIMGPU_RANKS_PER_NODE", "2"}, {"SIMGPU_LINK_FACTOR", "n1=0.5"}},
+                            body, 30000);
+    RequireAllFinished(results);
+    // The world ring crosses the NIC (25 GB/s) on links that touch node 1.
+    CHECK(MinOver(results, 0, {0, 1, 2, 3}) == Approx(RingMs(kBytes, 4, 12.5)).epsilon(0.03));
+    CHECK(MinOver(results, 1, {0, 1}) == Approx(RingMs(kBytes, 2, 150)).epsilon(0.03));
+    CHECK(MinOver(results, 1, {2, 3}) == Approx(RingMs(kBytes, 2, 75)).epsilon(0.03));
+  }
+}
+
+TEST_CASE("send and receive pair up inside a group", "[simgpu][nccl]") {
+  constexpr size_t kBytes = 64 * kMiB;
+  auto results = RunRanks(4, {{"SIMGPU_RANKS_PER_NODE", "4"}}, [](RankContext& ctx) {
+    Rank r(ctx, kBytes);
+    r.Barrier();
+    cudaEventRecord(r.start, r.stream);
+    ncclGroupStart();
+    ncclSend(r.buffer, kBytes, ncclUint8, (ctx.rank + 1) % 4, r.comm, r.stream);
+    ncclRecv(r.buffer, kBytes, ncclUint8, (ctx.rank + 3) % 4, r.comm, r.stream);
+    ncclGroupEnd();
+    cudaEventRecord(r.stop, r.stream);
+    cudaStreamSynchronize(r.stream);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, r.start, r.stop);
+    ctx.result->values[0] = ms;
+  }, 20000);
+  RequireAllFinished(results);
+  CHECK(MinOver(results, 0, {0, 1, 2, 3}) ==
+        Approx((10000.0 + kBytes / 150.0) / 1e6).epsilon(0.05));
+}
+
+TEST_CASE("the hang knob stops a rank and its peers hang in the collective",
+          "[simgpu][nccl][hang]") {
+  auto results = RunRanks(4, {{"SIMGPU_TIME_SCALE", "0.05"}, {"SIMGPU_HANG", "3:2"}},
+                          [](RankContext& ctx) {
+                            Rank r(ctx);
+                            for (int i = 0; i < 4; ++i) {
+                              r.Barrier();
+                              ctx.result->progress = i + 1;
+                            }
+                          },
+                          1500);
+  for (int rank = 0; rank < 4; ++rank) {
+    INFO("rank " << rank);
+    CHECK(results[rank].timed_out);
+    CHECK(results[rank].progress == 2);  // ops 0 and 1 completed, op 2 never does
+  }
+}
+
+TEST_CASE("the stall knob delays one collective for everybody", "[simgpu][nccl][hang]") {
+  auto body = [](RankContext& ctx) {
+    Rank r(ctx);
+    r.Barrier();  // op 0
+    for (int i = 0; i < 2; ++i) {  // ops 1 and 2
+      ctx.result->values[i] = r.TimedAllReduce(4 * kMiB);
+      ctx.result->progress = i + 1;
+    }
+  };
+  SECTION("for a while") {
+    auto results =
+        RunRanks(4, {{"SIMGPU_TIME_SCALE", "0.05"}, {"SIMGPU_STALL", "1:1:500"}}, body, 20000);
+    RequireAllFinished(results);
+    CHECK(MinOver(results, 0, {0, 1, 2, 3}) >= 500.0);
+    CHECK(MinOver(results, 1, {0, 1, 2, 3}) < 50.0);
+  }
+  SECTION("forever") {
+    auto results = RunRanks(4, {{"SIMGPU_TIME_SCALE", "0.05"}, {"SIMGPU_STALL", "1:1"}}, body,
+                            1500);
+    for (const RankResult& r : results) {
+      CHECK(r.timed_out);
+      CHECK(r.progress == 0);
+    }
+  }
+}
+
+TEST_CASE("a dead peer is reported and abort releases the waiters", "[simgpu][nccl]") {
+  auto results = RunRanks(2, {{"SIMGPU_TIME_SCALE", "0.05"}}, [](RankContext& ctx) {
+    Rank r(ctx);
+    if (ctx.rank == 1) _exit(0);  // dies without reaching the collective
+    ncclAllReduce(r.buffer, r.buffer, 1, ncclFloat32, ncclSum, r.comm, r.stream);
+    ncclResult_t error = ncclSuccess;
+    for (int i = 0; i < 100 && error == ncclSuccess; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      ncclCommGetAsyncError(r.comm, &error);
+    }
+    ctx.result->progress = error == ncclRemoteError;
+    ncclCommAbort(r.comm);
+    cudaStreamSynchronize(r.stream);
+    ctx.result->progress += 1;
+  }, 10000);
+  REQUIRE(results[0].finished);
+  CHECK(results[0].progress == 2);
+}

@@ -1,0 +1,275 @@
+// CUDA runtime semantics of the stand-in, through the exported API only: errors, stream order,
+// events and elapsed time, synchronization, copies, graphs. Run with SIMGPU_TIME_SCALE=0.05
+// (CTest sets it): a 20 ms kernel then takes 1 ms of wall time.
+#include <cuda_runtime_api.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "tests/test_kernels.h"
+
+extern "C" cudaError_t cudaLaunchKernel_ptsz(const void*, dim3, dim3, void**, size_t,
+                                             cudaStream_t);
+extern "C" cudaError_t cudaStreamQuery_ptsz(cudaStream_t);
+
+namespace {
+
+using simgpu_test::GridForNs;
+using simgpu_test::kThreads;
+
+constexpr int64_t kMs = 1000000;
+
+double TimeScale() {
+  const char* s = std::getenv("SIMGPU_TIME_SCALE");
+  return s ? std::atof(s) : 1.0;
+}
+
+double WallMs() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void Launch(const void* kernel, int64_t ns, cudaStream_t stream) {
+  simgpu_test::RegisterTestKernels();
+  REQUIRE(cudaLaunchKernel(kernel, GridForNs(ns), dim3(kThreads), nullptr, 0, stream) ==
+          cudaSuccess);
+}
+
+float Elapsed(cudaEvent_t a, cudaEvent_t b) {
+  float ms = -1;
+  REQUIRE(cudaEventElapsedTime(&ms, a, b) == cudaSuccess);
+  return ms;
+}
+
+struct Events {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  Events() {
+    REQUIRE(cudaEventCreate(&start) == cudaSuccess);
+    REQUIRE(cudaEventCreate(&stop) == cudaSuccess);
+  }
+  ~Events() {
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("versions and device queries look like a CUDA 13 node", "[simgpu][runtime]") {
+  int v = 0;
+  REQUIRE(cudaRuntimeGetVersion(&v) == cudaSuccess);
+  CHECK(v == CUDART_VERSION);
+  REQUIRE(cudaDriverGetVersion(&v) == cudaSuccess);
+  CHECK(v >= 13000);
+  int count = 0;
+  REQUIRE(cudaGetDeviceCount(&count) == cudaSuccess);
+  CHECK(count == 8);
+  cudaDeviceProp prop;
+  REQUIRE(cudaGetDeviceProperties(&prop, 0) == cudaSuccess);
+  CHECK(prop.multiProcessorCount == 132);
+  CHECK(prop.major == 9);
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+}
+
+TEST_CASE("last error is per call and cleared by cudaGetLastError", "[simgpu][runtime]") {
+  cudaGetLastError();
+  CHECK(cudaSetDevice(99) == cudaErrorInvalidDevice);
+  CHECK(cudaPeekAtLastError() == cudaErrorInvalidDevice);
+  CHECK(cudaGetLastError() == cudaErrorInvalidDevice);
+  CHECK(cudaGetLastError() == cudaSuccess);
+  CHECK(std::strcmp(cudaGetErrorString(cudaErrorInvalidDevice), "invalid device ordinal") == 0);
+  CHECK(std::strcmp(cudaGetErrorName(cudaErrorNotReady), "cudaErrorNotReady") == 0);
+}
+
+TEST_CASE("kernels are identified by their registered host stub", "[simgpu][runtime]") {
+  simgpu_test::RegisterTestKernels();
+  const char* name = nullptr;
+  REQUIRE(cudaFuncGetName(&name, simgpu_test::GemmKernel()) == cudaSuccess);
+  CHECK(std::strcmp(name, "gemm_kernel") == 0);
+  CHECK(cudaFuncGetName(&name, simgpu_test::UnregisteredKernel()) ==
+        cudaErrorInvalidDeviceFunction);
+  CHECK(cudaLaunchKernel(simgpu_test::UnregisteredKernel(), dim3(1), dim3(1), nullptr, 0,
+                         nullptr) == cudaErrorInvalidDeviceFunction);
+  CHECK(cudaLaunchKernel(simgpu_test::GemmKernel(), dim3(1), dim3(2048), nullptr, 0, nullptr) ==
+        cudaErrorInvalidConfiguration);
+  cudaGetLastError();
+}
+
+TEST_CASE("elapsed time between events follows the kernel model", "[simgpu][runtime]") {
+  cudaStream_t s;
+  REQUIRE(cudaStreamCreate(&s) == cudaSuccess);
+  Events ev;
+  // A busy stream first, so the measured kernels start exactly when the start event completes.
+  Launch(simgpu_test::GemmKernel(), 50 * kMs + 2000, s);
+  REQUIRE(cudaEventRecord(ev.start, s) == cudaSuccess);
+  Launch(simgpu_test::GemmKernel(), 20 * kMs + 2000, s);
+  Launch(simgpu_test::ElementwiseKernel(), 10 * kMs + 2000, s);
+  REQUIRE(cudaEventRecord(ev.stop, s) == cudaSuccess);
+  float ms = 0;
+  CHECK(cudaEventElapsedTime(&ms, ev.start, ev.stop) == cudaErrorNotReady);
+  CHECK(cudaEventQuery(ev.stop) == cudaErrorNotReady);
+  REQUIRE(cudaEventSynchronize(ev.stop) == cudaSuccess);
+  CHECK(cudaEventQuery(ev.stop) == cudaSuccess);
+  CHECK(Elapsed(ev.start, ev.stop) == Approx(30.004).margin(1e-3));
+  CHECK(cudaGetLastError() == cudaSuccess);  // cudaErrorNotReady is not an error
+  REQUIRE(cudaStreamDestroy(s) == cudaSuccess);
+}
+
+TEST_CASE("stream synchronization really waits, scaled", "[simgpu][runtime]") {
+  cudaStream_t s;
+  REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+  double t0 = WallMs();
+  for (int i = 0; i < 3; ++i) Launch(simgpu_test::GemmKernel(), 20 * kMs + 2000, s);
+  double launched = WallMs();
+  CHECK(cudaStreamQuery(s) == cudaErrorNotReady);
+  REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  double waited = WallMs() - t0;
+  CHECK(cudaStreamQuery(s) == cudaSuccess);
+  // Launches are asynchronous; the synchronize waits for 60 simulated ms.
+  CHECK(launched - t0 < waited);
+  CHECK(waited >= 60 * TimeScale() * 0.99);
+  REQUIRE(cudaStreamDestroy(s) == cudaSuccess);
+}
+
+TEST_CASE("cudaStreamWaitEvent orders work across streams", "[simgpu][runtime]") {
+  cudaStream_t a, b;
+  REQUIRE(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking) == cudaSuccess);
+  REQUIRE(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking) == cudaSuccess);
+  Events ev;
+  cudaEvent_t done_a;
+  REQUIRE(cudaEventCreateWithFlags(&done_a, cudaEventDisableTiming) == cudaSuccess);
+  REQUIRE(cudaEventRecord(ev.start, a) == cudaSuccess);
+  Launch(simgpu_test::GemmKernel(), 40 * kMs + 2000, a);
+  REQUIRE(cudaEventRecord(done_a, a) == cudaSuccess);
+  REQUIRE(cudaStreamWaitEvent(b, done_a, 0) == cudaSuccess);
+  Launch(simgpu_test::ElementwiseKernel(), 8 * kMs + 2000, b);
+  REQUIRE(cudaEventRecord(ev.stop, b) == cudaSuccess);
+  REQUIRE(cudaStreamSynchronize(b) == cudaSuccess);
+  // b's kernel ran after a's: 40 + 8 ms from the start of a
+  // (plus the host's gap between recording the start and launching, scaled up).
+  CHECK(Elapsed(ev.start, ev.stop) >= 48.008f - 1e-3f);
+  CHECK(Elapsed(ev.start, ev.stop) < 55.0f);
+  float ms;
+  CHECK(cudaEventElapsedTime(&ms, ev.start, done_a) == cudaErrorInvalidResourceHandle);
+  cudaGetLastError();
+  cudaEventDestroy(done_a);
+  cudaStreamDestroy(a);
+  cudaStreamDestroy(b);
+}
+
+TEST_CASE("independent streams overlap; the legacy stream serializes", "[simgpu][runtime]") {
+  cudaStream_t blocking, nonblocking;
+  REQUIRE(cudaStreamCreate(&blocking) == cudaSuccess);
+  REQUIRE(cudaStreamCreateWithFlags(&nonblocking, cudaStreamNonBlocking) == cudaSuccess);
+  Events ev;
+  cudaEvent_t mid;
+  REQUIRE(cudaEventCreate(&mid) == cudaSuccess);
+  REQUIRE(cudaEventRecord(ev.start, nullptr) == cudaSuccess);
+  Launch(simgpu_test::GemmKernel(), 40 * kMs + 2000, blocking);
+  Launch(simgpu_test::GemmKernel(), 40 * kMs + 2000, nonblocking);
+  REQUIRE(cudaEventRecord(mid, nonblocking) == cudaSuccess);
+  // The legacy stream waits for the blocking stream, not for the non-blocking one.
+  Launch(simgpu_test::ElementwiseKernel(), 4 * kMs + 2000, nullptr);
+  REQUIRE(cudaEventRecord(ev.stop, nullptr) == cudaSuccess);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  float total = Elapsed(ev.start, ev.stop);
+  float overlap = Elapsed(ev.start, mid);
+  CHECK(total >= 44.0f);
+  CHECK(total < 80.0f);   // the two 40 ms kernels overlapped
+  CHECK(overlap < 80.0f);
+  cudaEventDestroy(mid);
+  cudaStreamDestroy(blocking);
+  cudaStreamDestroy(nonblocking);
+}
+
+TEST_CASE("copies move bytes and take PCIe time", "[simgpu][runtime]") {
+  constexpr size_t kBytes = 25 << 20;  // 26.2 MB at 25 GB/s = 1.048576 ms
+  void* dev = nullptr;
+  void* host = nullptr;
+  REQUIRE(cudaMalloc(&dev, kBytes) == cudaSuccess);
+  REQUIRE(cudaMallocHost(&host, kBytes) == cudaSuccess);
+  std::vector<char> pageable(kBytes, 7);
+  cudaStream_t s;
+  REQUIRE(cudaStreamCreate(&s) == cudaSuccess);
+  Events ev;
+  Launch(simgpu_test::GemmKernel(), 10 * kMs + 2000, s);
+  REQUIRE(cudaEventRecord(ev.start, s) == cudaSuccess);
+  REQUIRE(cudaMemcpyAsync(dev, pageable.data(), kBytes, cudaMemcpyHostToDevice, s) ==
+          cudaSuccess);
+  REQUIRE(cudaEventRecord(ev.stop, s) == cudaSuccess);
+  REQUIRE(cudaMemcpyAsync(host, dev, kBytes, cudaMemcpyDefault, s) == cudaSuccess);
+  REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  CHECK(Elapsed(ev.start, ev.stop) == Approx(kBytes / 25.0 / 1e6).epsilon(1e-3));
+  CHECK(static_cast<char*>(host)[kBytes - 1] == 7);
+  REQUIRE(cudaMemsetAsync(dev, 3, kBytes, s) == cudaSuccess);
+  REQUIRE(cudaMemcpy(pageable.data(), dev, 16, cudaMemcpyDeviceToHost) == cudaSuccess);
+  CHECK(pageable[0] == 3);
+  cudaPointerAttributes attr;
+  REQUIRE(cudaPointerGetAttributes(&attr, static_cast<char*>(dev) + 5) == cudaSuccess);
+  CHECK(attr.type == cudaMemoryTypeDevice);
+  REQUIRE(cudaPointerGetAttributes(&attr, pageable.data()) == cudaSuccess);
+  CHECK(attr.type == cudaMemoryTypeUnregistered);
+  CHECK(cudaFree(dev) == cudaSuccess);
+  CHECK(cudaFree(dev) == cudaErrorInvalidValue);
+  cudaGetLastError();
+  CHECK(cudaFreeHost(host) == cudaSuccess);
+  cudaStreamDestroy(s);
+}
+
+TEST_CASE("a captured graph replays its kernels", "[simgpu][runtime]") {
+  cudaStream_t s;
+  REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+  REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess);
+  cudaStreamCaptureStatus status;
+  REQUIRE(cudaStreamIsCapturing(s, &status) == cudaSuccess);
+  CHECK(status == cudaStreamCaptureStatusActive);
+  Launch(simgpu_test::GemmKernel(), 5 * kMs + 2000, s);
+  Launch(simgpu_test::ElementwiseKernel(), 3 * kMs + 2000, s);
+  cudaGraph_t graph;
+  REQUIRE(cudaStreamEndCapture(s, &graph) == cudaSuccess);
+  CHECK(cudaStreamQuery(s) == cudaSuccess);  // nothing ran while capturing
+  cudaGraphExec_t exec;
+  REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+  Events ev;
+  Launch(simgpu_test::GemmKernel(), 10 * kMs + 2000, s);
+  REQUIRE(cudaEventRecord(ev.start, s) == cudaSuccess);
+  REQUIRE(cudaGraphLaunch(exec, s) == cudaSuccess);
+  REQUIRE(cudaGraphLaunch(exec, s) == cudaSuccess);
+  REQUIRE(cudaEventRecord(ev.stop, s) == cudaSuccess);
+  REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  CHECK(Elapsed(ev.start, ev.stop) == Approx(16.016).margin(1e-3));
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(s);
+}
+
+TEST_CASE("per-thread default streams are independent", "[simgpu][runtime]") {
+  simgpu_test::RegisterTestKernels();
+  REQUIRE(cudaLaunchKernel_ptsz(simgpu_test::GemmKernel(), GridForNs(200 * kMs + 2000),
+                                dim3(kThreads), nullptr, 0, nullptr) == cudaSuccess);
+  CHECK(cudaStreamQuery_ptsz(nullptr) == cudaErrorNotReady);
+  cudaError_t other = cudaErrorUnknown;
+  std::thread([&] { other = cudaStreamQuery_ptsz(nullptr); }).join();
+  CHECK(other == cudaSuccess);
+  CHECK(cudaStreamQuery(cudaStreamLegacy) == cudaSuccess);  // per-thread work not on legacy
+  REQUIRE(cudaStreamSynchronize(cudaStreamPerThread) == cudaSuccess);
+  CHECK(cudaStreamQuery_ptsz(nullptr) == cudaSuccess);
+}
+
+TEST_CASE("host functions run in stream order", "[simgpu][runtime]") {
+  cudaStream_t s;
+  REQUIRE(cudaStreamCreate(&s) == cudaSuccess);
+  static int value = 0;
+  value = 0;
+  Launch(simgpu_test::GemmKernel(), 10 * kMs + 2000, s);
+  REQUIRE(cudaLaunchHostFunc(s, [](void* p) { *static_cast<int*>(p) = 42; }, &value) ==
+          cudaSuccess);
+  REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  CHECK(value == 42);
+  cudaStreamDestroy(s);
+}
