@@ -69,6 +69,7 @@ class RingWriter {
  private:
   RingWriter() = default;
   bool WriteAt(uint64_t offset, const void* data, size_t size);
+  bool RetireTail();
 
   int fd_ = -1;
   uint64_t data_offset_ = 0;
@@ -82,6 +83,7 @@ class RingWriter {
   int zstd_level_ = 3;
   void* cctx_ = nullptr;  // ZSTD_CCtx*
   std::vector<uint8_t> frame_;
+  std::vector<uint8_t> scan_;             // the region retired on wrap-around
   std::vector<uint8_t> tail_raw_;         // the static tail last compressed
   std::vector<uint8_t> tail_compressed_;  // its zstd frame
 };

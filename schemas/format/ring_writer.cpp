@@ -169,12 +169,34 @@ bool RingWriter::Append(std::span<const uint8_t> flatbuffer, size_t static_tail)
   f.magic = 0;  // the frame becomes visible only when the magic lands, after everything else
   std::memcpy(frame_.data(), &f, sizeof f);
 
-  if (write_pos_ + frame_size > capacity_) write_pos_ = 0;
+  if (write_pos_ + frame_size > capacity_) {
+    if (!RetireTail()) return false;
+    write_pos_ = 0;
+  }
   const uint64_t at = data_offset_ + write_pos_;
   if (!WriteAt(at, frame_.data(), frame_size) || !WriteAt(at, &magic, sizeof magic)) return false;
   write_pos_ += frame_size;
   last_record_size_ = frame_size;
   ++next_seq_;
+  return true;
+}
+
+// Frames left in [write_pos_, end) when the writer wraps are older than every record it keeps;
+// once the next lap overwrites their successors they would be an island before a gap. Retiring
+// them now keeps the records on disk one unbroken run of sequence numbers.
+bool RingWriter::RetireTail() {
+  const uint64_t size = capacity_ - write_pos_;
+  scan_.resize(size);
+  const uint64_t at = data_offset_ + write_pos_;
+  if (pread(fd_, scan_.data(), size, static_cast<off_t>(at)) != static_cast<ssize_t>(size)) {
+    return false;
+  }
+  const uint32_t zero = 0;
+  for (uint64_t pos = 0; pos + sizeof(RecordFrame) <= size; pos += kRecordAlign) {
+    uint32_t magic;
+    std::memcpy(&magic, scan_.data() + pos, sizeof magic);
+    if (magic == kRecordMagic && !WriteAt(at + pos, &zero, sizeof zero)) return false;
+  }
   return true;
 }
 

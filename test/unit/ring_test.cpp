@@ -1,0 +1,217 @@
+#include <catch2/catch.hpp>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <flatbuffers/flatbuffers.h>
+
+#include "schemas/format/crc32c.h"
+#include "schemas/format/ring_layout.h"
+#include "test/unit/ring_test_util.h"
+
+using namespace perftracker;
+using namespace perftracker::testing;
+
+TEST_CASE("records, identity and live slot round-trip", "[ring]") {
+  TempDir dir;
+  const std::string path = dir.File("a/b/rank-3.ptr");  // directories are created
+  format::RingOptions options;
+  options.file_size = 1 << 20;
+  std::string error;
+  auto writer = format::RingWriter::Create(path, TestIdentity(), options, &error);
+  REQUIRE(writer);
+  format::WindowEncoder encoder;
+  for (uint64_t seq = 0; seq < 10; ++seq) {
+    REQUIRE(writer->Append(encoder.Encode(SmallWindow(seq)), encoder.static_tail_size()));
+  }
+  format::LiveState live;
+  live.iteration = 99;
+  live.python_stack = {"train.py:3:main"};
+  flatbuffers::FlatBufferBuilder builder;
+  REQUIRE(writer->WriteLive(format::EncodeLiveState(live, builder)));
+  writer.reset();
+
+  CHECK(std::filesystem::file_size(path) == options.file_size);
+  const ReadBack r = ReadAllFile(path);
+  REQUIRE(r.status == format::ReadStatus::kOk);
+  REQUIRE(r.records.size() == 10);
+  for (uint64_t seq = 0; seq < 10; ++seq) {
+    CHECK(r.records[seq].first == seq);
+    CHECK(r.records[seq].second == SmallWindow(seq));
+  }
+  const format::Identity& id = r.contents.identity;
+  const format::Identity want = TestIdentity();
+  CHECK(id.job_id == want.job_id);
+  CHECK(id.hostname == want.hostname);
+  CHECK(id.rank == want.rank);
+  CHECK(id.local_rank == want.local_rank);
+  CHECK(id.world_size == want.world_size);
+  CHECK(id.pid == want.pid);
+  CHECK(id.start_real_ns == want.start_real_ns);
+  CHECK(id.start_mono_ns == want.start_mono_ns);
+  CHECK(id.library_version == want.library_version);
+  REQUIRE(r.contents.live);
+  CHECK(*r.contents.live == live);
+  CHECK(r.contents.stats.records_corrupt == 0);
+  CHECK(r.contents.stats.seq_gaps == 0);
+  CHECK_FALSE(r.contents.stats.truncated);
+}
+
+TEST_CASE("wrap-around keeps the newest records as one unbroken run", "[ring]") {
+  TempDir dir;
+  const std::string path = dir.File("rank-0.ptr");
+  const uint64_t file_size = 4096 + 4096 + 64 * 1024;
+  WriteRing(path, 500, file_size);
+  const ReadBack r = ReadAllFile(path);
+  REQUIRE(r.status == format::ReadStatus::kOk);
+  REQUIRE(!r.records.empty());
+  CHECK(r.records.back().first == 499);
+  CHECK(r.records.front().first > 0);
+  for (size_t i = 1; i < r.records.size(); ++i) {
+    REQUIRE(r.records[i].first == r.records[i - 1].first + 1);
+  }
+  for (const auto& [seq, window] : r.records) REQUIRE(window == SmallWindow(seq));
+  CHECK(r.contents.stats.seq_gaps == 0);
+  CHECK(r.contents.stats.records_corrupt == 0);
+  // The ring holds as many of the newest records as fit, less at most one record of slack.
+  format::WindowEncoder encoder;
+  const size_t record = encoder.Encode(SmallWindow(1)).size();
+  CHECK(r.records.size() >= 4);
+  INFO("raw record " << record << " kept " << r.records.size());
+}
+
+TEST_CASE("the live slot keeps the previous state when the newest half is damaged", "[ring]") {
+  TempDir dir;
+  const std::string path = dir.File("rank-1.ptr");
+  format::RingOptions options;
+  options.file_size = 64 * 1024;
+  options.live_size = 8192;
+  std::string error;
+  auto writer = format::RingWriter::Create(path, TestIdentity(1), options, &error);
+  REQUIRE(writer);
+  flatbuffers::FlatBufferBuilder builder;
+  for (uint64_t i = 1; i <= 5; ++i) {
+    format::LiveState s;
+    s.iteration = i;
+    REQUIRE(writer->WriteLive(format::EncodeLiveState(s, builder)));
+  }
+  writer.reset();
+  std::vector<uint8_t> bytes = Slurp(path);
+  REQUIRE(ReadAll(bytes).contents.live->iteration == 5);
+  // seq 5 went to half 1 (odd): damage its payload.
+  bytes[format::kHeaderRegionSize + 4096 + sizeof(format::LiveFrame) + 4] ^= 0x40;
+  const ReadBack r = ReadAll(bytes);
+  REQUIRE(r.contents.live);
+  CHECK(r.contents.live->iteration == 4);
+}
+
+TEST_CASE("a second writer keeps the first run's file as .prev.ptr", "[ring]") {
+  TempDir dir;
+  const std::string path = dir.File("rank-2.ptr");
+  WriteRing(path, 3, 64 * 1024);
+  WriteRing(path, 1, 64 * 1024);
+  CHECK(ReadAllFile(path).records.size() == 1);
+  CHECK(ReadAllFile(dir.File("rank-2.prev.ptr")).records.size() == 3);
+}
+
+TEST_CASE("impossible options and unwritable places fail with a message", "[ring]") {
+  TempDir dir;
+  std::string error;
+  format::RingOptions tiny;
+  tiny.file_size = 1024;
+  CHECK_FALSE(format::RingWriter::Create(dir.File("x.ptr"), {}, tiny, &error));
+  CHECK(error.find("too small") != std::string::npos);
+  if (geteuid() != 0) {
+    chmod(dir.path().c_str(), 0500);
+    CHECK_FALSE(format::RingWriter::Create(dir.File("y.ptr"), {}, {}, &error));
+    chmod(dir.path().c_str(), 0700);
+  }
+  CHECK_FALSE(format::RingWriter::Create("/proc/perftracker/z.ptr", {}, {}, &error));
+  CHECK_FALSE(error.empty());
+}
+
+TEST_CASE("a record larger than the ring is refused, and the file stays readable", "[ring]") {
+  TempDir dir;
+  const std::string path = dir.File("rank-0.ptr");
+  format::RingOptions options;
+  options.file_size = 4096 + 4096 + 4096;
+  options.live_size = 4096;
+  std::string error;
+  auto writer = format::RingWriter::Create(path, {}, options, &error);
+  REQUIRE(writer);
+  std::vector<uint8_t> noise(64 * 1024);  // incompressible: no frame of it fits in 4 KiB
+  std::mt19937_64 rng(1);
+  for (auto& b : noise) b = static_cast<uint8_t>(rng());
+  CHECK_FALSE(writer->Append(noise));
+  writer.reset();
+  const ReadBack r = ReadAllFile(path);
+  CHECK(r.status == format::ReadStatus::kOk);
+  CHECK(r.records.empty());
+}
+
+namespace {
+
+void Reseal(std::vector<uint8_t>& bytes) {
+  format::FileHeader h;
+  std::memcpy(&h, bytes.data(), sizeof h);
+  h.header_crc = format::Crc32c(&h, offsetof(format::FileHeader, header_crc));
+  std::memcpy(bytes.data(), &h, sizeof h);
+}
+
+}  // namespace
+
+TEST_CASE("format versions: newer but compatible reads, incompatible is refused", "[ring]") {
+  TempDir dir;
+  const std::string path = dir.File("rank-0.ptr");
+  WriteRing(path, 2, 64 * 1024);
+  std::vector<uint8_t> bytes = Slurp(path);
+  format::FileHeader h;
+  std::memcpy(&h, bytes.data(), sizeof h);
+
+  h.format_version = 7;  // a newer writer that promised v1 readers can read it
+  std::memcpy(bytes.data(), &h, sizeof h);
+  Reseal(bytes);
+  ReadBack r = ReadAll(bytes);
+  CHECK(r.status == format::ReadStatus::kOk);
+  CHECK(r.records.size() == 2);
+  CHECK(r.contents.format_version == 7);
+
+  h.min_reader_version = 7;  // ... and one that did not
+  std::memcpy(bytes.data(), &h, sizeof h);
+  Reseal(bytes);
+  r = ReadAll(bytes);
+  CHECK(r.status == format::ReadStatus::kUnsupportedVersion);
+  CHECK(r.error.find("version 7") != std::string::npos);
+
+  h.format_version = 0;
+  h.min_reader_version = 0;
+  std::memcpy(bytes.data(), &h, sizeof h);
+  Reseal(bytes);
+  CHECK(ReadAll(bytes).status == format::ReadStatus::kUnsupportedVersion);
+}
+
+TEST_CASE("the committed version-1 fixture still reads, and writers still produce it", "[ring]") {
+  const std::string fixture = std::string(PERFTRACKER_SOURCE_DIR) + "/test/unit/fixtures/ring_v1.ptr";
+  if (std::getenv("PERFTRACKER_UPDATE_FIXTURES")) WriteRing(fixture, 3, 4096 + 4096 + 16384);
+  const ReadBack r = ReadAllFile(fixture);
+  REQUIRE(r.status == format::ReadStatus::kOk);
+  REQUIRE(r.records.size() == 3);
+  for (const auto& [seq, window] : r.records) CHECK(window == SmallWindow(seq));
+  CHECK(r.contents.identity.job_id == "job-42");
+  CHECK(r.contents.format_version == 1);
+  // The reader's view of record 0 is the exact FlatBuffer today's encoder writes.
+  format::RingReader reader;
+  std::string error;
+  REQUIRE(reader.OpenFile(fixture, &error) == format::ReadStatus::kOk);
+  std::vector<uint8_t> stored;
+  reader.ForEachRecord([&](uint64_t, std::span<const uint8_t> bytes) {
+    stored.assign(bytes.begin(), bytes.end());
+    return false;
+  });
+  format::WindowEncoder encoder;
+  const auto fresh = encoder.Encode(SmallWindow(0));
+  CHECK(stored == std::vector<uint8_t>(fresh.begin(), fresh.end()));
+}
