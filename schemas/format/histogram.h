@@ -28,7 +28,8 @@ constexpr int HistogramBucket(uint64_t v) {
 constexpr uint64_t HistogramBucketLow(int bucket) {
   if (bucket < kHistogramLinearLimit) return static_cast<uint64_t>(bucket);
   const int e = (bucket - kHistogramLinearLimit) / kHistogramSubBuckets + 6;
-  const uint64_t sub = static_cast<uint64_t>((bucket - kHistogramLinearLimit) % kHistogramSubBuckets);
+  const uint64_t sub =
+      static_cast<uint64_t>((bucket - kHistogramLinearLimit) % kHistogramSubBuckets);
   return (kHistogramSubBuckets + sub) << (e - 5);
 }
 

@@ -11,14 +11,14 @@ std::span<const uint8_t> EncodeLiveState(const LiveState& s, flatbuffers::FlatBu
   comms.reserve(s.comms.size());
   for (const CommProgress& c : s.comms) {
     comms.push_back(fb::CreateCommProgress(b, c.comm_id, c.comm_size, c.comm_rank,
-                                           c.last_seq_launched, c.last_seq_completed,
-                                           c.inflight_op, c.inflight_since_mono_ns));
+                                           c.last_seq_launched, c.last_seq_completed, c.inflight_op,
+                                           c.inflight_since_mono_ns));
   }
   const auto comms_off = b.CreateVector(comms);
   const auto stack_off = b.CreateVectorOfStrings(s.python_stack);
-  fb::FinishLiveStateBuffer(b, fb::CreateLiveState(b, s.update_mono_ns, s.update_real_ns,
-                                                   s.iteration, s.windows_written, comms_off,
-                                                   stack_off));
+  fb::FinishLiveStateBuffer(
+      b, fb::CreateLiveState(b, s.update_mono_ns, s.update_real_ns, s.iteration, s.windows_written,
+                             comms_off, stack_off));
   return {b.GetBufferPointer(), b.GetSize()};
 }
 

@@ -68,6 +68,8 @@ struct LiveFrame {
 };
 static_assert(sizeof(LiveFrame) == 24);
 
-constexpr uint64_t AlignRecord(uint64_t n) { return (n + kRecordAlign - 1) & ~uint64_t{kRecordAlign - 1}; }
+constexpr uint64_t AlignRecord(uint64_t n) {
+  return (n + kRecordAlign - 1) & ~uint64_t{kRecordAlign - 1};
+}
 
 }  // namespace perftracker::format

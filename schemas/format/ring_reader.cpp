@@ -2,6 +2,7 @@
 // against the buffer before use, and a record reaches the visitor only after its frame CRC,
 // payload CRC, decompression to the announced size and the FlatBuffers verifier all pass.
 #include <fcntl.h>
+#include <flatbuffers/flatbuffers.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -9,8 +10,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-
-#include <flatbuffers/flatbuffers.h>
 
 #include "schemas/format/crc32c.h"
 #include "schemas/format/ring_file.h"
@@ -45,11 +44,10 @@ ReadStatus ParseHeader(std::span<const uint8_t> file, FileHeader* h, std::string
              std::to_string(kFormatVersion) + ")";
     return ReadStatus::kUnsupportedVersion;
   }
-  const bool layout_ok = h->live_offset >= sizeof(FileHeader) && h->live_size % 2 == 0 &&
-                         h->live_size >= 2 * sizeof(LiveFrame) &&
-                         h->data_offset >= h->live_offset + h->live_size &&
-                         h->data_capacity <= h->file_size &&
-                         h->data_offset <= h->file_size - h->data_capacity;
+  const bool layout_ok =
+      h->live_offset >= sizeof(FileHeader) && h->live_size % 2 == 0 &&
+      h->live_size >= 2 * sizeof(LiveFrame) && h->data_offset >= h->live_offset + h->live_size &&
+      h->data_capacity <= h->file_size && h->data_offset <= h->file_size - h->data_capacity;
   if (!layout_ok) {
     *error = "ring file header describes an impossible layout";
     return ReadStatus::kCorruptHeader;
@@ -108,16 +106,16 @@ std::vector<FrameRef> ScanFrames(std::span<const uint8_t> file, const FileHeader
   return frames;
 }
 
-bool DecodePayload(std::span<const uint8_t> file, uint64_t offset, const RecordFrame& f, ZSTD_DCtx* dctx,
-                   std::vector<uint8_t>* raw) {
+bool DecodePayload(std::span<const uint8_t> file, uint64_t offset, const RecordFrame& f,
+                   ZSTD_DCtx* dctx, std::vector<uint8_t>* raw) {
   const std::span<const uint8_t> payload = file.subspan(offset + sizeof f, f.payload_size);
   if (Crc32c(payload.data(), payload.size()) != f.payload_crc || f.codec != kCodecZstd ||
       f.raw_size > kMaxRawRecordSize) {
     return false;
   }
   raw->resize(f.raw_size);
-  const size_t n = ZSTD_decompressDCtx(dctx, raw->data(), raw->size(), payload.data(),
-                                       payload.size());
+  const size_t n =
+      ZSTD_decompressDCtx(dctx, raw->data(), raw->size(), payload.data(), payload.size());
   if (ZSTD_isError(n) || n != f.raw_size) return false;
   flatbuffers::Verifier verifier(raw->data(), raw->size());
   return fb::VerifyWindowSummaryBuffer(verifier);
@@ -131,9 +129,15 @@ ReadStatus RingReader::Open(std::span<const uint8_t> file, std::string* error) {
   file_ = file;
   contents_ = RingContents{};
   RingContents& c = contents_;
-  c.identity = Identity{Field(h.job_id, sizeof h.job_id), Field(h.hostname, sizeof h.hostname),
-                        h.rank, h.local_rank, h.world_size, h.pid, h.start_real_ns,
-                        h.start_mono_ns, Field(h.library_version, sizeof h.library_version)};
+  c.identity = Identity{Field(h.job_id, sizeof h.job_id),
+                        Field(h.hostname, sizeof h.hostname),
+                        h.rank,
+                        h.local_rank,
+                        h.world_size,
+                        h.pid,
+                        h.start_real_ns,
+                        h.start_mono_ns,
+                        Field(h.library_version, sizeof h.library_version)};
   c.format_version = h.format_version;
   c.file_size = h.file_size;
   c.data_capacity = h.data_capacity;
@@ -180,7 +184,8 @@ ReadStatus RingReader::OpenFile(const std::string& path, std::string* error) {
     owned_.resize(static_cast<size_t>(st.st_size));
     size_t got = 0;
     while (got < owned_.size()) {
-      const ssize_t n = pread(fd, owned_.data() + got, owned_.size() - got, static_cast<off_t>(got));
+      const ssize_t n =
+          pread(fd, owned_.data() + got, owned_.size() - got, static_cast<off_t>(got));
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) read_errno = errno;
       if (n <= 0) break;

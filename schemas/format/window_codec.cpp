@@ -1,7 +1,7 @@
 // Maps format::Window to the column layout of schemas/window.fbs.
-#include <bit>
-
 #include <flatbuffers/flatbuffers.h>
+
+#include <bit>
 
 #include "schemas/format/packed.h"
 #include "schemas/format/window.h"
@@ -56,7 +56,7 @@ Bytes PackedHistograms(FlatBufferBuilder& b, std::vector<uint8_t>& scratch,
 
 template <class Row, class Get>
 Offset<Vector<Offset<flatbuffers::String>>> Strings(FlatBufferBuilder& b,
-                                                     const std::vector<Row>& rows, Get get) {
+                                                    const std::vector<Row>& rows, Get get) {
   std::vector<Offset<flatbuffers::String>> offsets;
   offsets.reserve(rows.size());
   for (const Row& r : rows) offsets.push_back(b.CreateString(get(r)));
@@ -166,9 +166,9 @@ std::span<const uint8_t> WindowEncoder::Encode(const Window& w) {
   const std::vector<IterationStats> iters{w.iterations};
   const auto iter_hist = PackedHistograms(
       b, s, iters, [](const IterationStats& it) -> const Histogram& { return it.duration; });
-  const auto iterations = fb::CreateIterationStats(b, w.iterations.first, w.iterations.count,
-                                                   w.iterations.total_ns, w.iterations.min_ns,
-                                                   w.iterations.max_ns, iter_hist);
+  const auto iterations =
+      fb::CreateIterationStats(b, w.iterations.first, w.iterations.count, w.iterations.total_ns,
+                               w.iterations.min_ns, w.iterations.max_ns, iter_hist);
   const auto health =
       fb::CreateHealth(b, w.health.dropped_events, w.health.hook_ns, w.health.hook_calls,
                        w.health.dropped_functions, w.health.dropped_windows);

@@ -2,6 +2,8 @@
 // histogram bounds, parent indices) is checked here before use.
 #include <flatbuffers/flatbuffers.h>
 
+#include <cstring>
+
 #include "schemas/format/packed.h"
 #include "schemas/format/window.h"
 #include "schemas/window_generated.h"
@@ -11,9 +13,13 @@ namespace {
 
 using ByteVector = flatbuffers::Vector<uint8_t>;
 
+// The verifier checks a vector's length prefix, not that 8-byte elements are 8-byte aligned;
+// a crafted file could make Get() a misaligned load. DecodeWindow works on an aligned buffer,
+// so a misaligned element here means a damaged record.
 template <class T>
 bool Sized(const flatbuffers::Vector<T>* v, size_t n) {
-  return v == nullptr || v->size() == n;
+  return v == nullptr ||
+         (v->size() == n && reinterpret_cast<uintptr_t>(v->data()) % alignof(T) == 0);
 }
 
 template <class T>
@@ -109,11 +115,11 @@ bool DecodeCollectives(const fb::CollectiveColumns* c, std::vector<CollectivePat
   out->clear();
   if (c == nullptr || c->comm_id() == nullptr) return true;
   const size_t n = c->comm_id()->size();
-  if (!Sized(c->comm_size(), n) || !Sized(c->comm_rank(), n) || !Sized(c->op(), n) ||
-      !Sized(c->peer(), n) || !Sized(c->name(), n) || !Sized(c->bytes(), n) ||
+  if (!Sized(c->comm_id(), n) || !Sized(c->comm_size(), n) || !Sized(c->comm_rank(), n) ||
+      !Sized(c->op(), n) || !Sized(c->peer(), n) || !Sized(c->name(), n) || !Sized(c->bytes(), n) ||
       !Sized(c->count(), n) || !Sized(c->host_ns(), n) || !Sized(c->device_samples(), n) ||
-      !Sized(c->device_ns(), n) || !Sized(c->first_seq(), n) ||
-      !Sized(c->last_seq_launched(), n) || !Sized(c->last_seq_completed(), n)) {
+      !Sized(c->device_ns(), n) || !Sized(c->first_seq(), n) || !Sized(c->last_seq_launched(), n) ||
+      !Sized(c->last_seq_completed(), n)) {
     return false;
   }
   out->resize(n);
@@ -141,6 +147,13 @@ bool DecodeCollectives(const fb::CollectiveColumns* c, std::vector<CollectivePat
 }  // namespace
 
 bool DecodeWindow(std::span<const uint8_t> bytes, Window* out) {
+  std::vector<uint64_t> aligned;
+  if (reinterpret_cast<uintptr_t>(bytes.data()) % alignof(uint64_t) != 0) {
+    aligned.resize((bytes.size() + 7) / 8);
+    std::memcpy(aligned.data(), bytes.data(), bytes.size());
+    bytes =
+        std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(aligned.data()), bytes.size());
+  }
   flatbuffers::Verifier verifier(bytes.data(), bytes.size());
   if (!fb::VerifyWindowSummaryBuffer(verifier)) return false;
   const fb::WindowSummary* w = fb::GetWindowSummary(bytes.data());
@@ -166,16 +179,16 @@ bool DecodeWindow(std::span<const uint8_t> bytes, Window* out) {
   }
   out->health = Health{};
   if (const fb::Health* h = w->health()) {
-    out->health = Health{h->dropped_events(), h->hook_ns(), h->hook_calls(),
-                         h->dropped_functions(), h->dropped_windows()};
+    out->health = Health{h->dropped_events(), h->hook_ns(), h->hook_calls(), h->dropped_functions(),
+                         h->dropped_windows()};
   }
   return true;
 }
 
 std::string_view KindName(FunctionKind kind) {
-  static constexpr std::string_view kNames[] = {
-      "unknown", "python", "cuda_api", "kernel",    "memcpy",    "memset",
-      "collective", "sync", "gc",     "dataloader", "iteration", "alloc"};
+  static constexpr std::string_view kNames[] = {"unknown", "python",     "cuda_api",   "kernel",
+                                                "memcpy",  "memset",     "collective", "sync",
+                                                "gc",      "dataloader", "iteration",  "alloc"};
   const auto i = static_cast<size_t>(kind);
   return i < std::size(kNames) ? kNames[i] : "unknown";
 }

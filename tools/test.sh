@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Sets up the machine, builds, and runs every test: the regular build (unit, integration,
+# simgpu, analyzer, scenarios), the unit tests again under ASan+UBSan, the fuzz targets for a
+# bounded number of runs, and the format benchmark. Ends with one line "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+tools/setup.sh || { echo "setup failed"; exit 1; }
+
+jobs=$(nproc)
+passed=0
+failed=0
+
+# Runs ctest in a build directory and adds its totals to ours.
+run_ctest() {
+  local dir=$1; shift
+  local log
+  log=$(mktemp)
+  ctest --test-dir "$dir" --output-on-failure "$@" 2>&1 | tee "$log"
+  local total fail
+  total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -1)
+  fail=$(sed -n 's/.* \([0-9]*\) tests failed out of.*/\1/p' "$log" | tail -1)
+  if [[ -z "$total" ]]; then
+    echo "test.sh: ctest in $dir ran nothing" >&2
+    failed=$((failed + 1))
+  else
+    passed=$((passed + total - fail))
+    failed=$((failed + fail))
+  fi
+  rm -f "$log"
+}
+
+# Configures and builds quietly; on failure shows the end of the log.
+build() {
+  local dir=$1; shift
+  mkdir -p "$dir"
+  local log="$dir/build.log"
+  if cmake -S "$root" -B "$dir" "$@" >"$log" 2>&1 &&
+     cmake --build "$dir" -j"$jobs" >>"$log" 2>&1; then
+    return 0
+  fi
+  tail -n 40 "$log"
+  return 1
+}
+
+echo "== build (RelWithDebInfo)"
+if build build -DCMAKE_BUILD_TYPE=RelWithDebInfo; then
+  run_ctest build -j1
+else
+  echo "build failed"; failed=$((failed + 1))
+fi
+
+echo "== unit and analyzer tests under ASan+UBSan"
+if build build-asan -DPERFTRACKER_SANITIZE=address,undefined -DPERFTRACKER_SIMGPU=OFF \
+     -DPERFTRACKER_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=Debug; then
+  run_ctest build-asan -j"$jobs" -L 'unit|analyzer'
+else
+  echo "sanitizer build failed"; failed=$((failed + 1))
+fi
+
+echo "== fuzz targets (libFuzzer, bounded runs)"
+if CC=clang CXX=clang++ build build-fuzz -DPERFTRACKER_FUZZ=ON -DPERFTRACKER_SIMGPU=OFF \
+     -DPERFTRACKER_BENCHMARKS=OFF -DPERFTRACKER_SANITIZE=address,undefined; then
+  run_ctest build-fuzz -L fuzz
+else
+  echo "fuzz build failed"; failed=$((failed + 1))
+fi
+
+echo "== format benchmark"
+if [[ -x build/test/bench/format_bench ]]; then
+  build/test/bench/format_bench --benchmark_min_time=0.2 2>&1 | grep -E '^BM_|^Run on|CPU'
+fi
+
+echo "tests: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]
