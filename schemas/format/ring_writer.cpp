@@ -151,7 +151,7 @@ bool RingWriter::Append(std::span<const uint8_t> flatbuffer, size_t static_tail)
   uint8_t* payload = frame_.data() + sizeof(RecordFrame);
   const size_t body_z = Compress(cctx, body, zstd_level_, payload, bound);
   if (ZSTD_isError(body_z)) return false;
-  std::memcpy(payload + body_z, tail_compressed_.data(), tail_z);
+  if (tail_z > 0) std::memcpy(payload + body_z, tail_compressed_.data(), tail_z);
   const size_t csize = body_z + tail_z;
   const uint64_t frame_size = AlignRecord(sizeof(RecordFrame) + csize);
   if (frame_size > capacity_) return false;

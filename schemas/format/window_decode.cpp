@@ -18,8 +18,8 @@ using ByteVector = flatbuffers::Vector<uint8_t>;
 // so a misaligned element here means a damaged record.
 template <class T>
 bool Sized(const flatbuffers::Vector<T>* v, size_t n) {
-  return v == nullptr ||
-         (v->size() == n && reinterpret_cast<uintptr_t>(v->data()) % alignof(T) == 0);
+  if (v == nullptr) return true;
+  return v->size() == n && (n == 0 || reinterpret_cast<uintptr_t>(v->data()) % alignof(T) == 0);
 }
 
 template <class T>

@@ -53,16 +53,20 @@ TEST_CASE("SIGKILL at random moments never leaves a bad record", "[ring][kill]")
       WriteUntilKilled(path, fds[1]);
     }
     close(fds[1]);
-    const long delay_us = 200 + static_cast<long>(rng() % 30000);
-    const timespec delay{0, delay_us * 1000};
+    // Kill once the child has written a random number of records (most rounds past the first
+    // wrap-around, whatever the machine's speed), plus a random fraction of a record.
+    const int64_t target = static_cast<int64_t>(rng() % 400) - 20;
+    int64_t last_reported = -1;
+    uint64_t seq;
+    while (last_reported < target && read(fds[0], &seq, sizeof seq) == sizeof seq) {
+      last_reported = static_cast<int64_t>(seq);
+    }
+    const timespec delay{0, static_cast<long>(rng() % 2000) * 1000};
     nanosleep(&delay, nullptr);
     kill(pid, SIGKILL);
     int status = 0;
     waitpid(pid, &status, 0);
     REQUIRE(WIFSIGNALED(status));
-
-    int64_t last_reported = -1;
-    uint64_t seq;
     while (read(fds[0], &seq, sizeof seq) == sizeof seq) last_reported = static_cast<int64_t>(seq);
     close(fds[0]);
 
