@@ -33,9 +33,9 @@ namespace simgpu {
   X(pcie_slowdown, string, "SIMGPU_PCIE_SLOWDOWN", "", "host<->device copy time factor: R=F,..") \
   X(link_factor, string, "SIMGPU_LINK_FACTOR", "",                                               \
     "bandwidth factor per link: A-B=F (ranks A,B) or nK=F (every link of node K)")               \
-  X(hang, string, "SIMGPU_HANG", "", "R:S rank R stops before its NCCL op number S")            \
+  X(hang, string, "SIMGPU_HANG", "", "R:S rank R stops before its NCCL op number S")             \
   X(stall, string, "SIMGPU_STALL", "",                                                           \
-    "R:S[:MS] NCCL op S stalls MS simulated ms on rank R's link (forever without MS)")          \
+    "R:S[:MS] NCCL op S stalls MS simulated ms on rank R's link (forever without MS)")           \
   X(jitter, double, "SIMGPU_JITTER", 0.0, "relative random jitter of every duration (0.05=5%)")  \
   X(seed, int64, "SIMGPU_SEED", 1, "seed of the jitter")                                         \
   X(verbose, int64, "SIMGPU_VERBOSE", 0, "1: print the resolved configuration on stderr")

@@ -65,9 +65,8 @@ int64_t MemsetDurationNs(uint64_t bytes) {
 double JitterFactor(uint32_t stream_id, uint64_t index) {
   const Config& c = GetConfig();
   if (c.jitter <= 0) return 1.0;
-  uint64_t h = Mix64(static_cast<uint64_t>(c.seed) ^ Mix64(static_cast<uint64_t>(c.rank) << 32 |
-                                                          stream_id) ^
-                     Mix64(index));
+  uint64_t h = Mix64(static_cast<uint64_t>(c.seed) ^
+                     Mix64(static_cast<uint64_t>(c.rank) << 32 | stream_id) ^ Mix64(index));
   double unit = static_cast<double>(h >> 11) / static_cast<double>(1ull << 53);  // [0, 1)
   return std::max(0.0, 1.0 + c.jitter * (2 * unit - 1));
 }

@@ -39,8 +39,7 @@ enum class CollKind : uint8_t {
 // all-gather and reduce-scatter, count per rank * nranks) when its slowest ring/tree link has
 // `min_bytes_per_ns`. Ring all-reduce puts 2(n-1)/n * bytes on every link; all-gather and
 // reduce-scatter (n-1)/n; broadcast/reduce and send/recv are pipelined: bytes once.
-int64_t CollectiveNs(CollKind kind, uint64_t bytes, int nranks, double min_bytes_per_ns,
-                     bool tree);
+int64_t CollectiveNs(CollKind kind, uint64_t bytes, int nranks, double min_bytes_per_ns, bool tree);
 
 // 64-bit mix (splitmix64 finaliser), used for jitter and ids.
 uint64_t Mix64(uint64_t x);

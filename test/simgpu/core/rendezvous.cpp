@@ -18,8 +18,8 @@
 namespace simgpu {
 namespace {
 
-constexpr int64_t kPollNs = 100 * 1000 * 1000;           // abort re-check period
-constexpr int64_t kPeerCheckNs = 1000 * 1000 * 1000;     // dead-peer check period
+constexpr int64_t kPollNs = 100 * 1000 * 1000;        // abort re-check period
+constexpr int64_t kPeerCheckNs = 1000 * 1000 * 1000;  // dead-peer check period
 
 struct alignas(64) CollSlot {
   std::atomic<uint64_t> seq1;  // collective seq + 1 once `arrival` is published
@@ -78,8 +78,7 @@ struct ShmGroup::Segment {
     return base[(seq % kCollSlots) * n + rank];
   }
   P2pSlot& P2p(int n, int src, int dst, uint64_t index) {
-    auto* base = reinterpret_cast<P2pSlot*>(reinterpret_cast<CollSlot*>(this + 1) +
-                                            kCollSlots * n);
+    auto* base = reinterpret_cast<P2pSlot*>(reinterpret_cast<CollSlot*>(this + 1) + kCollSlots * n);
     return base[(static_cast<size_t>(src) * n + dst) * kP2pSlots + index % kP2pSlots];
   }
 };

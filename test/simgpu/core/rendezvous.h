@@ -29,10 +29,10 @@ inline constexpr int kP2pSlots = 32;
 
 // What a rank publishes when its stream reaches a collective.
 struct Arrival {
-  int64_t arrival_ns = 0;          // device time the collective reached the head of the stream
-  int64_t extra_ns = 0;            // a stall on this rank (kNeverNs: forever)
-  double ring_bytes_per_ns = 0;    // this rank's link to its ring successor
-  double tree_bytes_per_ns = 0;    // this rank's link to its tree parent (0 for the root)
+  int64_t arrival_ns = 0;        // device time the collective reached the head of the stream
+  int64_t extra_ns = 0;          // a stall on this rank (kNeverNs: forever)
+  double ring_bytes_per_ns = 0;  // this rank's link to its ring successor
+  double tree_bytes_per_ns = 0;  // this rank's link to its tree parent (0 for the root)
 };
 
 // One side of a point-to-point transfer.

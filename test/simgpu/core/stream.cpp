@@ -115,8 +115,7 @@ void Stream::Run(const WorkRef& item) {
   }
   done_cv_.notify_all();
   // NCCL work shows up as the kernel that real NCCL would have launched.
-  WorkKind activity_kind =
-      item->spec.kind == WorkKind::kComm ? WorkKind::kKernel : item->spec.kind;
+  WorkKind activity_kind = item->spec.kind == WorkKind::kComm ? WorkKind::kKernel : item->spec.kind;
   if (item->spec.kind != WorkKind::kMarker && ActivityEnabled(activity_kind)) {
     ActivityRecord record;
     record.kind = activity_kind;

@@ -63,10 +63,10 @@ struct WorkSpec {
 struct WorkItem {
   WorkSpec spec;
   Stream* stream = nullptr;
-  uint64_t index = 0;       // position in its stream, for deterministic jitter
-  int64_t submit_ns = 0;    // device time at enqueue
+  uint64_t index = 0;     // position in its stream, for deterministic jitter
+  int64_t submit_ns = 0;  // device time at enqueue
   std::vector<std::shared_ptr<WorkItem>> deps;
-  bool done = false;        // the device thread has run it (its times are final)
+  bool done = false;  // the device thread has run it (its times are final)
   int64_t start_ns = 0;
   int64_t end_ns = 0;
 };

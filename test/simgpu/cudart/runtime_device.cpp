@@ -50,18 +50,30 @@ int Attribute(cudaDeviceAttr attr, int device) {
   cudaDeviceProp p;
   FillProperties(&p, device);
   switch (attr) {
-    case cudaDevAttrMaxThreadsPerBlock: return p.maxThreadsPerBlock;
-    case cudaDevAttrWarpSize: return p.warpSize;
-    case cudaDevAttrMultiProcessorCount: return p.multiProcessorCount;
-    case cudaDevAttrComputeCapabilityMajor: return p.major;
-    case cudaDevAttrComputeCapabilityMinor: return p.minor;
-    case cudaDevAttrMaxThreadsPerMultiProcessor: return p.maxThreadsPerMultiProcessor;
-    case cudaDevAttrConcurrentKernels: return 1;
-    case cudaDevAttrUnifiedAddressing: return 1;
-    case cudaDevAttrPciBusId: return p.pciBusID;
-    case cudaDevAttrMaxSharedMemoryPerBlock: return static_cast<int>(p.sharedMemPerBlock);
-    case cudaDevAttrL2CacheSize: return p.l2CacheSize;
-    default: return 0;
+    case cudaDevAttrMaxThreadsPerBlock:
+      return p.maxThreadsPerBlock;
+    case cudaDevAttrWarpSize:
+      return p.warpSize;
+    case cudaDevAttrMultiProcessorCount:
+      return p.multiProcessorCount;
+    case cudaDevAttrComputeCapabilityMajor:
+      return p.major;
+    case cudaDevAttrComputeCapabilityMinor:
+      return p.minor;
+    case cudaDevAttrMaxThreadsPerMultiProcessor:
+      return p.maxThreadsPerMultiProcessor;
+    case cudaDevAttrConcurrentKernels:
+      return 1;
+    case cudaDevAttrUnifiedAddressing:
+      return 1;
+    case cudaDevAttrPciBusId:
+      return p.pciBusID;
+    case cudaDevAttrMaxSharedMemoryPerBlock:
+      return static_cast<int>(p.sharedMemPerBlock);
+    case cudaDevAttrL2CacheSize:
+      return p.l2CacheSize;
+    default:
+      return 0;
   }
 }
 

@@ -10,7 +10,8 @@ namespace {
 
 cudaError_t Create(cudaEvent_t* event, unsigned flags) {
   if (!event) return Fail(cudaErrorInvalidValue);
-  constexpr unsigned kKnown = cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess;
+  constexpr unsigned kKnown =
+      cudaEventBlockingSync | cudaEventDisableTiming | cudaEventInterprocess;
   if (flags & ~kKnown) return Fail(cudaErrorInvalidValue);
   *event = ToHandle(new Event((flags & cudaEventDisableTiming) == 0));
   return cudaSuccess;

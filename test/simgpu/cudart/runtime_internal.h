@@ -10,16 +10,13 @@ namespace simgpu::cudart {
 cudaError_t LaunchKernel(const void* func, dim3 grid, dim3 block, size_t shared_bytes,
                          cudaStream_t stream, bool per_thread);
 cudaError_t LaunchKernelEx(const cudaLaunchConfig_t* config, const void* func, bool per_thread);
-cudaError_t LaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* user_data,
-                           bool per_thread);
+cudaError_t LaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* user_data, bool per_thread);
 
-cudaError_t Memcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
-                   bool per_thread);
+cudaError_t Memcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind, bool per_thread);
 cudaError_t MemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
                         cudaStream_t stream, bool per_thread);
 cudaError_t Memset(void* dst, int value, size_t count, bool per_thread);
-cudaError_t MemsetAsync(void* dst, int value, size_t count, cudaStream_t stream,
-                        bool per_thread);
+cudaError_t MemsetAsync(void* dst, int value, size_t count, cudaStream_t stream, bool per_thread);
 
 cudaError_t StreamSynchronize(cudaStream_t stream, bool per_thread);
 cudaError_t StreamQuery(cudaStream_t stream, bool per_thread);

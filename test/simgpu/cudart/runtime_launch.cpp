@@ -72,8 +72,7 @@ cudaError_t LaunchKernelEx(const cudaLaunchConfig_t* config, const void* func, b
                       config->stream, per_thread);
 }
 
-cudaError_t LaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* user_data,
-                           bool per_thread) {
+cudaError_t LaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* user_data, bool per_thread) {
   if (!fn) return Fail(cudaErrorInvalidValue);
   Stream* s = ResolveStream(stream, per_thread);
   WorkSpec spec;

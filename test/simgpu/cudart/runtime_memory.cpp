@@ -13,16 +13,22 @@
 namespace simgpu::cudart {
 namespace {
 
-bool OnDevice(const void* ptr) {
-  return ClassifyPointer(ptr, nullptr) == MemoryKind::kDevice;
-}
+bool OnDevice(const void* ptr) { return ClassifyPointer(ptr, nullptr) == MemoryKind::kDevice; }
 
 bool ResolveDirection(cudaMemcpyKind kind, void* dst, const void* src, CopyDir* dir) {
   switch (kind) {
-    case cudaMemcpyHostToHost: *dir = CopyDir::kHostToHost; return true;
-    case cudaMemcpyHostToDevice: *dir = CopyDir::kHostToDevice; return true;
-    case cudaMemcpyDeviceToHost: *dir = CopyDir::kDeviceToHost; return true;
-    case cudaMemcpyDeviceToDevice: *dir = CopyDir::kDeviceToDevice; return true;
+    case cudaMemcpyHostToHost:
+      *dir = CopyDir::kHostToHost;
+      return true;
+    case cudaMemcpyHostToDevice:
+      *dir = CopyDir::kHostToDevice;
+      return true;
+    case cudaMemcpyDeviceToHost:
+      *dir = CopyDir::kDeviceToHost;
+      return true;
+    case cudaMemcpyDeviceToDevice:
+      *dir = CopyDir::kDeviceToDevice;
+      return true;
     case cudaMemcpyDefault:
       *dir = static_cast<CopyDir>((OnDevice(src) ? 2 : 0) | (OnDevice(dst) ? 1 : 0));
       return true;
@@ -76,8 +82,7 @@ cudaError_t MemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind
   return EnqueueTransfer(std::move(spec), stream, per_thread, &item);
 }
 
-cudaError_t Memcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
-                   bool per_thread) {
+cudaError_t Memcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind, bool per_thread) {
   WorkSpec spec;
   if (cudaError_t e = CopySpec(dst, src, count, kind, &spec); e != cudaSuccess) return e;
   WorkRef item;
@@ -85,8 +90,7 @@ cudaError_t Memcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind
   return Wait(item);  // synchronous with respect to the host, like the real call
 }
 
-cudaError_t MemsetAsync(void* dst, int value, size_t count, cudaStream_t stream,
-                        bool per_thread) {
+cudaError_t MemsetAsync(void* dst, int value, size_t count, cudaStream_t stream, bool per_thread) {
   WorkSpec spec;
   if (cudaError_t e = SetSpec(dst, value, count, &spec); e != cudaSuccess) return e;
   WorkRef item;
@@ -145,8 +149,8 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes* attributes, c
                      : kind == simgpu::MemoryKind::kPinnedHost ? cudaMemoryTypeHost
                                                                : cudaMemoryTypeUnregistered;
   attributes->device = device < 0 ? sc::CurrentDeviceOrdinal() : device;
-  attributes->devicePointer = kind == simgpu::MemoryKind::kPageable ? nullptr
-                                                                    : const_cast<void*>(ptr);
+  attributes->devicePointer =
+      kind == simgpu::MemoryKind::kPageable ? nullptr : const_cast<void*>(ptr);
   attributes->hostPointer = kind == simgpu::MemoryKind::kDevice ? nullptr : const_cast<void*>(ptr);
   return cudaSuccess;
 }

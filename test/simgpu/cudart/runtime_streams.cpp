@@ -49,8 +49,8 @@ cudaError_t StreamGetPriority(cudaStream_t stream, int* priority, bool per_threa
 
 cudaError_t StreamGetFlags(cudaStream_t stream, unsigned* flags, bool per_thread) {
   if (!flags) return Fail(cudaErrorInvalidValue);
-  *flags = ResolveStream(stream, per_thread)->blocking() ? cudaStreamDefault
-                                                         : cudaStreamNonBlocking;
+  *flags =
+      ResolveStream(stream, per_thread)->blocking() ? cudaStreamDefault : cudaStreamNonBlocking;
   return cudaSuccess;
 }
 
@@ -72,8 +72,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) 
   return sc::Create(stream, flags, 0);
 }
 
-cudaError_t cudaStreamCreateWithPriority(cudaStream_t* stream, unsigned int flags,
-                                         int priority) {
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t* stream, unsigned int flags, int priority) {
   return sc::Create(stream, flags, priority);
 }
 

@@ -24,9 +24,9 @@ std::atomic<int64_t> g_op_number{0};
 
 const char* KernelNameFor(const Op& op) {
   static const char* const kNames[] = {
-      "ncclDevKernel_AllReduce_Sum_RING_LL", "ncclDevKernel_AllGather_RING_LL",
+      "ncclDevKernel_AllReduce_Sum_RING_LL",     "ncclDevKernel_AllGather_RING_LL",
       "ncclDevKernel_ReduceScatter_Sum_RING_LL", "ncclDevKernel_Broadcast_RING_LL",
-      "ncclDevKernel_Reduce_Sum_RING_LL", "ncclDevKernel_SendRecv"};
+      "ncclDevKernel_Reduce_Sum_RING_LL",        "ncclDevKernel_SendRecv"};
   return InternName(kNames[static_cast<int>(op.kind)]);
 }
 
@@ -100,11 +100,24 @@ bool ValidRoot(int root, ncclComm_t comm) {
 
 size_t TypeBytes(ncclDataType_t type) {
   switch (type) {
-    case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
-    case ncclFloat16: case ncclBfloat16: return 2;
-    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
-    case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
-    default: return 0;
+    case ncclInt8:
+    case ncclUint8:
+    case ncclFloat8e4m3:
+    case ncclFloat8e5m2:
+      return 1;
+    case ncclFloat16:
+    case ncclBfloat16:
+      return 2;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32:
+      return 4;
+    case ncclInt64:
+    case ncclUint64:
+    case ncclFloat64:
+      return 8;
+    default:
+      return 0;
   }
 }
 

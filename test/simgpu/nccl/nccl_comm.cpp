@@ -16,10 +16,14 @@ namespace {
 
 ncclResult_t ToResult(RendezvousStatus status) {
   switch (status) {
-    case RendezvousStatus::kOk: return ncclSuccess;
-    case RendezvousStatus::kInvalidArgument: return ncclInvalidArgument;
-    case RendezvousStatus::kSystemError: return ncclSystemError;
-    case RendezvousStatus::kAborted: return ncclRemoteError;
+    case RendezvousStatus::kOk:
+      return ncclSuccess;
+    case RendezvousStatus::kInvalidArgument:
+      return ncclInvalidArgument;
+    case RendezvousStatus::kSystemError:
+      return ncclSystemError;
+    case RendezvousStatus::kAborted:
+      return ncclRemoteError;
   }
   return ncclInternalError;
 }
@@ -53,8 +57,8 @@ ncclResult_t Split(ncclComm_t comm, int color, int key, ncclComm_t* out) {
   }
   std::stable_sort(members.begin(), members.end(),
                    [&](int x, int y) { return all[x].second < all[y].second; });
-  int my_index = static_cast<int>(std::find(members.begin(), members.end(), parent.rank()) -
-                                  members.begin());
+  int my_index =
+      static_cast<int>(std::find(members.begin(), members.end(), parent.rank()) - members.begin());
   uint8_t child[16];
   ChildKey(comm->key, generation, color, child);
   return InitComm(out, static_cast<int>(members.size()), child, my_index);
@@ -114,9 +118,7 @@ ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* new
   return sn::Split(comm, color, key, newcomm);
 }
 
-ncclResult_t pncclCommFinalize(ncclComm_t comm) {
-  return comm ? ncclSuccess : ncclInvalidArgument;
-}
+ncclResult_t pncclCommFinalize(ncclComm_t comm) { return comm ? ncclSuccess : ncclInvalidArgument; }
 
 ncclResult_t pncclCommDestroy(ncclComm_t comm) {
   if (!comm) return ncclInvalidArgument;
@@ -158,15 +160,24 @@ ncclResult_t pncclCommCuDevice(const ncclComm_t comm, int* device) {
 
 const char* pncclGetErrorString(ncclResult_t result) {
   switch (result) {
-    case ncclSuccess: return "no error";
-    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
-    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
-    case ncclInternalError: return "internal error - please report this issue to the NCCL developers";
-    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
-    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
-    case ncclRemoteError: return "remote process exited or there was a network error";
-    case ncclInProgress: return "NCCL operation in progress";
-    default: return "unknown result code";
+    case ncclSuccess:
+      return "no error";
+    case ncclUnhandledCudaError:
+      return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclSystemError:
+      return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case ncclInternalError:
+      return "internal error - please report this issue to the NCCL developers";
+    case ncclInvalidArgument:
+      return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage:
+      return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case ncclRemoteError:
+      return "remote process exited or there was a network error";
+    case ncclInProgress:
+      return "NCCL operation in progress";
+    default:
+      return "unknown result code";
   }
 }
 

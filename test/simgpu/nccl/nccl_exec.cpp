@@ -85,8 +85,8 @@ int64_t RunP2p(const std::vector<const Op*>& ops, int64_t ready_ns) {
     uint64_t bytes = op.is_send ? op.bytes : theirs.bytes;
     double bw = std::min(mine[i].bytes_per_ns, theirs.bytes_per_ns);
     int64_t start = std::max(mine[i].arrival_ns, theirs.arrival_ns);
-    end = std::max(end, SaturatingAdd(start, CollectiveNs(CollKind::kSendRecv, bytes, 2, bw,
-                                                          false)));
+    end =
+        std::max(end, SaturatingAdd(start, CollectiveNs(CollKind::kSendRecv, bytes, 2, bw, false)));
   }
   return end;
 }

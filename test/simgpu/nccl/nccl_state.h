@@ -29,8 +29,8 @@ struct Op {
   CollKind kind = CollKind::kAllReduce;
   std::shared_ptr<CommShared> comm;
   cudaStream_t stream = nullptr;
-  uint64_t bytes = 0;     // the full buffer (see CollectiveNs)
-  int peer = -1;          // send/recv only
+  uint64_t bytes = 0;  // the full buffer (see CollectiveNs)
+  int peer = -1;       // send/recv only
   bool is_send = false;
   uint64_t seq = 0;       // collective number on the communicator, or p2p message index
   int64_t op_number = 0;  // process-wide NCCL op number (the fault knobs count these)
@@ -45,7 +45,7 @@ struct ncclComm {
   uint8_t key[16] = {};
   uint64_t next_collective = 0;
   uint64_t split_generation = 0;
-  std::vector<uint64_t> sends_to;    // message counters per peer
+  std::vector<uint64_t> sends_to;  // message counters per peer
   std::vector<uint64_t> recvs_from;
 };
 

@@ -45,11 +45,14 @@ struct Rank {
     cudaEventCreate(&stop);
     cudaMalloc(&buffer, bytes);
   }
-  // Times one all-reduce of `bytes` on `c` (default: the world) and returns elapsed ms.
+  // Times one all-reduce of `bytes` on `c` (default: the world) and returns elapsed ms. The
+  // gate makes the op arrive exactly when the start event completes.
   double TimedAllReduce(size_t bytes, ncclComm_t c = nullptr) {
+    simgpu_test::Gate gate(stream);
     cudaEventRecord(start, stream);
     ncclAllReduce(buffer, buffer, bytes / 4, ncclFloat32, ncclSum, c ? c : comm, stream);
     cudaEventRecord(stop, stream);
+    gate.Open();
     cudaStreamSynchronize(stream);
     float ms = -1;
     cudaEventElapsedTime(&ms, start, stop);
@@ -83,48 +86,56 @@ double RingMs(size_t bytes, int n, double gbps) {
 }  // namespace
 
 TEST_CASE("an all-reduce across 4 processes waits for the last rank", "[simgpu][nccl]") {
-  auto results = RunRanks(4, {{"SIMGPU_TIME_SCALE", "0.05"}}, [](RankContext& ctx) {
-    Rank r(ctx, 64 * kMiB);
-    r.Barrier();
-    if (ctx.rank == 3) std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    ctx.result->values[0] = WallMs();  // when this rank issued
-    ctx.result->values[1] = r.TimedAllReduce(64 * kMiB);
-    ctx.result->values[2] = WallMs();  // when its synchronize returned
-    int n = 0;
-    ncclCommCount(r.comm, &n);
-    int me = -1;
-    ncclCommUserRank(r.comm, &me);
-    int version = 0;
-    ncclGetVersion(&version);
-    ctx.result->progress = (n == 4) + (me == ctx.rank) + (version == NCCL_VERSION_CODE);
-  }, 20000);
+  auto results = RunRanks(
+      4, {{"SIMGPU_TIME_SCALE", "0.05"}},
+      [](RankContext& ctx) {
+        Rank r(ctx, 64 * kMiB);
+        r.Barrier();
+        if (ctx.rank == 3) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        ctx.result->values[0] = WallMs();  // when this rank issued
+        ctx.result->values[1] = r.TimedAllReduce(64 * kMiB);
+        ctx.result->values[2] = WallMs();  // when its synchronize returned
+        int n = 0;
+        ncclCommCount(r.comm, &n);
+        int me = -1;
+        ncclCommUserRank(r.comm, &me);
+        int version = 0;
+        ncclGetVersion(&version);
+        ctx.result->progress = (n == 4) + (me == ctx.rank) + (version == NCCL_VERSION_CODE);
+      },
+      20000);
   RequireAllFinished(results);
   for (int rank = 0; rank < 3; ++rank) {
     INFO("rank " << rank);
     CHECK(results[rank].progress == 3);
     CHECK(results[rank].values[2] >= results[3].values[0]);  // returned after rank 3 issued
-    CHECK(results[rank].values[1] >= 0.9 * 300 / 0.05);       // and the device waited (sim ms)
+    CHECK(results[rank].values[1] >= 0.9 * 300 / 0.05);      // and the device waited (sim ms)
   }
   // The last rank measures the modelled duration alone.
   CHECK(results[3].values[1] == Approx(RingMs(64 * kMiB, 4, 150)).margin(0.5));
 }
 
-TEST_CASE("a compute slowdown slows one rank; its peers wait in the collective",
+TEST_CASE("a compute slowdown slows one rank and its peers wait in the collective",
           "[simgpu][nccl]") {
-  auto results = RunRanks(4, {{"SIMGPU_COMPUTE_SLOWDOWN", "2=3"}}, [](RankContext& ctx) {
-    Rank r(ctx);
-    simgpu_test::RegisterTestKernels();
-    r.Barrier();
-    cudaEventRecord(r.start, r.stream);
-    cudaLaunchKernel(simgpu_test::GemmKernel(), simgpu_test::GridForNs(20000000 + 2000),
-                     dim3(simgpu_test::kThreads), nullptr, 0, r.stream);
-    cudaEventRecord(r.stop, r.stream);
-    cudaStreamSynchronize(r.stream);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, r.start, r.stop);
-    ctx.result->values[0] = ms;
-    ctx.result->values[1] = r.TimedAllReduce(4 * kMiB);
-  }, 20000);
+  auto results = RunRanks(
+      4, {{"SIMGPU_COMPUTE_SLOWDOWN", "2=3"}},
+      [](RankContext& ctx) {
+        Rank r(ctx);
+        simgpu_test::RegisterTestKernels();
+        r.Barrier();
+        simgpu_test::Gate gate(r.stream);
+        cudaEventRecord(r.start, r.stream);
+        cudaLaunchKernel(simgpu_test::GemmKernel(), simgpu_test::GridForNs(20000000 + 2000),
+                         dim3(simgpu_test::kThreads), nullptr, 0, r.stream);
+        cudaEventRecord(r.stop, r.stream);
+        gate.Open();
+        cudaStreamSynchronize(r.stream);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, r.start, r.stop);
+        ctx.result->values[0] = ms;
+        ctx.result->values[1] = r.TimedAllReduce(4 * kMiB);
+      },
+      20000);
   RequireAllFinished(results);
   CHECK(results[2].values[0] == Approx(60.006).margin(0.01));
   for (int rank : {0, 1, 3}) {
@@ -132,7 +143,7 @@ TEST_CASE("a compute slowdown slows one rank; its peers wait in the collective",
     CHECK(results[rank].values[0] == Approx(20.002).margin(0.01));
     CHECK(results[rank].values[1] > 25.0);  // waited ~40 ms for rank 2
   }
-  CHECK(results[2].values[1] < 15.0);
+  CHECK(results[2].values[1] < 15.0);  // rank 2 arrived last
 }
 
 TEST_CASE("a link factor slows exactly the collectives that cross that link", "[simgpu][nccl]") {
@@ -171,20 +182,25 @@ TEST_CASE("a link factor slows exactly the collectives that cross that link", "[
 
 TEST_CASE("send and receive pair up inside a group", "[simgpu][nccl]") {
   constexpr size_t kBytes = 64 * kMiB;
-  auto results = RunRanks(4, {{"SIMGPU_RANKS_PER_NODE", "4"}}, [](RankContext& ctx) {
-    Rank r(ctx, kBytes);
-    r.Barrier();
-    cudaEventRecord(r.start, r.stream);
-    ncclGroupStart();
-    ncclSend(r.buffer, kBytes, ncclUint8, (ctx.rank + 1) % 4, r.comm, r.stream);
-    ncclRecv(r.buffer, kBytes, ncclUint8, (ctx.rank + 3) % 4, r.comm, r.stream);
-    ncclGroupEnd();
-    cudaEventRecord(r.stop, r.stream);
-    cudaStreamSynchronize(r.stream);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, r.start, r.stop);
-    ctx.result->values[0] = ms;
-  }, 20000);
+  auto results = RunRanks(
+      4, {{"SIMGPU_RANKS_PER_NODE", "4"}},
+      [](RankContext& ctx) {
+        Rank r(ctx, kBytes);
+        r.Barrier();
+        simgpu_test::Gate gate(r.stream);
+        cudaEventRecord(r.start, r.stream);
+        ncclGroupStart();
+        ncclSend(r.buffer, kBytes, ncclUint8, (ctx.rank + 1) % 4, r.comm, r.stream);
+        ncclRecv(r.buffer, kBytes, ncclUint8, (ctx.rank + 3) % 4, r.comm, r.stream);
+        ncclGroupEnd();
+        cudaEventRecord(r.stop, r.stream);
+        gate.Open();
+        cudaStreamSynchronize(r.stream);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, r.start, r.stop);
+        ctx.result->values[0] = ms;
+      },
+      20000);
   RequireAllFinished(results);
   CHECK(MinOver(results, 0, {0, 1, 2, 3}) ==
         Approx((10000.0 + kBytes / 150.0) / 1e6).epsilon(0.05));
@@ -192,15 +208,16 @@ TEST_CASE("send and receive pair up inside a group", "[simgpu][nccl]") {
 
 TEST_CASE("the hang knob stops a rank and its peers hang in the collective",
           "[simgpu][nccl][hang]") {
-  auto results = RunRanks(4, {{"SIMGPU_TIME_SCALE", "0.05"}, {"SIMGPU_HANG", "3:2"}},
-                          [](RankContext& ctx) {
-                            Rank r(ctx);
-                            for (int i = 0; i < 4; ++i) {
-                              r.Barrier();
-                              ctx.result->progress = i + 1;
-                            }
-                          },
-                          1500);
+  auto results = RunRanks(
+      4, {{"SIMGPU_TIME_SCALE", "0.05"}, {"SIMGPU_HANG", "3:2"}},
+      [](RankContext& ctx) {
+        Rank r(ctx);
+        for (int i = 0; i < 4; ++i) {
+          r.Barrier();
+          ctx.result->progress = i + 1;
+        }
+      },
+      2500);
   for (int rank = 0; rank < 4; ++rank) {
     INFO("rank " << rank);
     CHECK(results[rank].timed_out);
@@ -211,7 +228,7 @@ TEST_CASE("the hang knob stops a rank and its peers hang in the collective",
 TEST_CASE("the stall knob delays one collective for everybody", "[simgpu][nccl][hang]") {
   auto body = [](RankContext& ctx) {
     Rank r(ctx);
-    r.Barrier();  // op 0
+    r.Barrier();                   // op 0
     for (int i = 0; i < 2; ++i) {  // ops 1 and 2
       ctx.result->values[i] = r.TimedAllReduce(4 * kMiB);
       ctx.result->progress = i + 1;
@@ -225,8 +242,8 @@ TEST_CASE("the stall knob delays one collective for everybody", "[simgpu][nccl][
     CHECK(MinOver(results, 1, {0, 1, 2, 3}) < 50.0);
   }
   SECTION("forever") {
-    auto results = RunRanks(4, {{"SIMGPU_TIME_SCALE", "0.05"}, {"SIMGPU_STALL", "1:1"}}, body,
-                            1500);
+    auto results =
+        RunRanks(4, {{"SIMGPU_TIME_SCALE", "0.05"}, {"SIMGPU_STALL", "1:1"}}, body, 2500);
     for (const RankResult& r : results) {
       CHECK(r.timed_out);
       CHECK(r.progress == 0);
@@ -235,20 +252,90 @@ TEST_CASE("the stall knob delays one collective for everybody", "[simgpu][nccl][
 }
 
 TEST_CASE("a dead peer is reported and abort releases the waiters", "[simgpu][nccl]") {
-  auto results = RunRanks(2, {{"SIMGPU_TIME_SCALE", "0.05"}}, [](RankContext& ctx) {
-    Rank r(ctx);
-    if (ctx.rank == 1) _exit(0);  // dies without reaching the collective
-    ncclAllReduce(r.buffer, r.buffer, 1, ncclFloat32, ncclSum, r.comm, r.stream);
-    ncclResult_t error = ncclSuccess;
-    for (int i = 0; i < 100 && error == ncclSuccess; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      ncclCommGetAsyncError(r.comm, &error);
-    }
-    ctx.result->progress = error == ncclRemoteError;
-    ncclCommAbort(r.comm);
-    cudaStreamSynchronize(r.stream);
-    ctx.result->progress += 1;
-  }, 10000);
+  auto results = RunRanks(
+      2, {{"SIMGPU_TIME_SCALE", "0.05"}},
+      [](RankContext& ctx) {
+        Rank r(ctx);
+        if (ctx.rank == 1) _exit(0);  // dies without reaching the collective
+        ncclAllReduce(r.buffer, r.buffer, 1, ncclFloat32, ncclSum, r.comm, r.stream);
+        ncclResult_t error = ncclSuccess;
+        for (int i = 0; i < 100 && error == ncclSuccess; ++i) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          ncclCommGetAsyncError(r.comm, &error);
+        }
+        ctx.result->progress = error == ncclRemoteError;
+        ncclCommAbort(r.comm);
+        cudaStreamSynchronize(r.stream);
+        ctx.result->progress += 1;
+      },
+      10000);
   REQUIRE(results[0].finished);
   CHECK(results[0].progress == 2);
+}
+
+TEST_CASE("jitter is deterministic under a seed", "[simgpu][nccl]") {
+  auto body = [](RankContext& ctx) {
+    simgpu_test::RegisterTestKernels();
+    cudaStream_t s;
+    cudaStreamCreate(&s);
+    cudaEvent_t a, b;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    for (int i = 0; i < 8; ++i) {
+      simgpu_test::Gate gate(s);
+      cudaEventRecord(a, s);
+      cudaLaunchKernel(simgpu_test::GemmKernel(), simgpu_test::GridForNs(1000000 + 2000),
+                       dim3(simgpu_test::kThreads), nullptr, 0, s);
+      cudaEventRecord(b, s);
+      gate.Open();
+      cudaStreamSynchronize(s);
+      float ms = 0;
+      cudaEventElapsedTime(&ms, a, b);
+      ctx.result->values[i] = ms;
+    }
+  };
+  Env seven = {{"SIMGPU_TIME_SCALE", "0.05"}, {"SIMGPU_JITTER", "0.2"}, {"SIMGPU_SEED", "7"}};
+  Env eight = {{"SIMGPU_TIME_SCALE", "0.05"}, {"SIMGPU_JITTER", "0.2"}, {"SIMGPU_SEED", "8"}};
+  auto first = RunRanks(1, seven, body, 10000);
+  auto again = RunRanks(1, seven, body, 10000);
+  auto other = RunRanks(1, eight, body, 10000);
+  RequireAllFinished(first);
+  bool all_same = true;
+  bool any_differs = false;
+  for (int i = 0; i < 8; ++i) {
+    all_same = all_same && first[0].values[i] == again[0].values[i];
+    any_differs = any_differs || first[0].values[i] != other[0].values[i];
+    CHECK(first[0].values[i] >= 0.8 * 1.002 - 1e-3);
+    CHECK(first[0].values[i] <= 1.2 * 1.002 + 1e-3);
+  }
+  CHECK(all_same);
+  CHECK(any_differs);
+}
+
+TEST_CASE("16 ranks share 2 cores without spinning", "[simgpu][nccl]") {
+  auto results = RunRanks(
+      16, {{"SIMGPU_TIME_SCALE", "0.05"}},
+      [](RankContext& ctx) {
+        Rank r(ctx);
+        double wall0 = WallMs();
+        timespec cpu0;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu0);
+        for (int i = 0; i < 10; ++i) {
+          if (ctx.rank == 15) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          r.TimedAllReduce(64 * kMiB);
+        }
+        timespec cpu1;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu1);
+        ctx.result->values[0] = WallMs() - wall0;
+        ctx.result->values[1] =
+            (cpu1.tv_sec - cpu0.tv_sec) * 1e3 + (cpu1.tv_nsec - cpu0.tv_nsec) / 1e6;
+      },
+      60000);
+  RequireAllFinished(results);
+  for (int rank = 0; rank < 15; ++rank) {
+    INFO("rank " << rank);
+    // Waited >= 200 ms of wall time for rank 15, burning a small fraction of it.
+    CHECK(results[rank].values[0] >= 200.0);
+    CHECK(results[rank].values[1] < 0.25 * results[rank].values[0]);
+  }
 }

@@ -12,8 +12,7 @@
 
 #include "tests/test_kernels.h"
 
-extern "C" cudaError_t cudaLaunchKernel_ptsz(const void*, dim3, dim3, void**, size_t,
-                                             cudaStream_t);
+extern "C" cudaError_t cudaLaunchKernel_ptsz(const void*, dim3, dim3, void**, size_t, cudaStream_t);
 extern "C" cudaError_t cudaStreamQuery_ptsz(cudaStream_t);
 
 namespace {
@@ -104,8 +103,7 @@ TEST_CASE("elapsed time between events follows the kernel model", "[simgpu][runt
   cudaStream_t s;
   REQUIRE(cudaStreamCreate(&s) == cudaSuccess);
   Events ev;
-  // A busy stream first, so the measured kernels start exactly when the start event completes.
-  Launch(simgpu_test::GemmKernel(), 50 * kMs + 2000, s);
+  simgpu_test::Gate gate(s);
   REQUIRE(cudaEventRecord(ev.start, s) == cudaSuccess);
   Launch(simgpu_test::GemmKernel(), 20 * kMs + 2000, s);
   Launch(simgpu_test::ElementwiseKernel(), 10 * kMs + 2000, s);
@@ -113,6 +111,7 @@ TEST_CASE("elapsed time between events follows the kernel model", "[simgpu][runt
   float ms = 0;
   CHECK(cudaEventElapsedTime(&ms, ev.start, ev.stop) == cudaErrorNotReady);
   CHECK(cudaEventQuery(ev.stop) == cudaErrorNotReady);
+  gate.Open();
   REQUIRE(cudaEventSynchronize(ev.stop) == cudaSuccess);
   CHECK(cudaEventQuery(ev.stop) == cudaSuccess);
   CHECK(Elapsed(ev.start, ev.stop) == Approx(30.004).margin(1e-3));
@@ -143,17 +142,17 @@ TEST_CASE("cudaStreamWaitEvent orders work across streams", "[simgpu][runtime]")
   Events ev;
   cudaEvent_t done_a;
   REQUIRE(cudaEventCreateWithFlags(&done_a, cudaEventDisableTiming) == cudaSuccess);
+  simgpu_test::Gate gate(a);
   REQUIRE(cudaEventRecord(ev.start, a) == cudaSuccess);
   Launch(simgpu_test::GemmKernel(), 40 * kMs + 2000, a);
   REQUIRE(cudaEventRecord(done_a, a) == cudaSuccess);
   REQUIRE(cudaStreamWaitEvent(b, done_a, 0) == cudaSuccess);
   Launch(simgpu_test::ElementwiseKernel(), 8 * kMs + 2000, b);
   REQUIRE(cudaEventRecord(ev.stop, b) == cudaSuccess);
+  gate.Open();
   REQUIRE(cudaStreamSynchronize(b) == cudaSuccess);
-  // b's kernel ran after a's: 40 + 8 ms from the start of a
-  // (plus the host's gap between recording the start and launching, scaled up).
-  CHECK(Elapsed(ev.start, ev.stop) >= 48.008f - 1e-3f);
-  CHECK(Elapsed(ev.start, ev.stop) < 55.0f);
+  // b's kernel ran after a's: 40 + 8 ms from the start of a.
+  CHECK(Elapsed(ev.start, ev.stop) == Approx(48.004).margin(1e-3));
   float ms;
   CHECK(cudaEventElapsedTime(&ms, ev.start, done_a) == cudaErrorInvalidResourceHandle);
   cudaGetLastError();
@@ -162,26 +161,27 @@ TEST_CASE("cudaStreamWaitEvent orders work across streams", "[simgpu][runtime]")
   cudaStreamDestroy(b);
 }
 
-TEST_CASE("independent streams overlap; the legacy stream serializes", "[simgpu][runtime]") {
+TEST_CASE("independent streams overlap, the legacy stream serializes", "[simgpu][runtime]") {
   cudaStream_t blocking, nonblocking;
   REQUIRE(cudaStreamCreate(&blocking) == cudaSuccess);
   REQUIRE(cudaStreamCreateWithFlags(&nonblocking, cudaStreamNonBlocking) == cudaSuccess);
   Events ev;
   cudaEvent_t mid;
   REQUIRE(cudaEventCreate(&mid) == cudaSuccess);
+  simgpu_test::Gate hold(nullptr);
   REQUIRE(cudaEventRecord(ev.start, nullptr) == cudaSuccess);
+  // Both kernels start at the start event: implicitly (blocking) and explicitly (non-blocking).
+  REQUIRE(cudaStreamWaitEvent(nonblocking, ev.start, 0) == cudaSuccess);
   Launch(simgpu_test::GemmKernel(), 40 * kMs + 2000, blocking);
   Launch(simgpu_test::GemmKernel(), 40 * kMs + 2000, nonblocking);
   REQUIRE(cudaEventRecord(mid, nonblocking) == cudaSuccess);
   // The legacy stream waits for the blocking stream, not for the non-blocking one.
   Launch(simgpu_test::ElementwiseKernel(), 4 * kMs + 2000, nullptr);
   REQUIRE(cudaEventRecord(ev.stop, nullptr) == cudaSuccess);
+  hold.Open();
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-  float total = Elapsed(ev.start, ev.stop);
-  float overlap = Elapsed(ev.start, mid);
-  CHECK(total >= 44.0f);
-  CHECK(total < 80.0f);   // the two 40 ms kernels overlapped
-  CHECK(overlap < 80.0f);
+  CHECK(Elapsed(ev.start, ev.stop) == Approx(44.004).margin(1e-3));  // serialized after blocking
+  CHECK(Elapsed(ev.start, mid) == Approx(40.002).margin(1e-3));      // ran alongside it
   cudaEventDestroy(mid);
   cudaStreamDestroy(blocking);
   cudaStreamDestroy(nonblocking);
@@ -197,12 +197,12 @@ TEST_CASE("copies move bytes and take PCIe time", "[simgpu][runtime]") {
   cudaStream_t s;
   REQUIRE(cudaStreamCreate(&s) == cudaSuccess);
   Events ev;
-  Launch(simgpu_test::GemmKernel(), 10 * kMs + 2000, s);
+  simgpu_test::Gate gate(s);
   REQUIRE(cudaEventRecord(ev.start, s) == cudaSuccess);
-  REQUIRE(cudaMemcpyAsync(dev, pageable.data(), kBytes, cudaMemcpyHostToDevice, s) ==
-          cudaSuccess);
+  REQUIRE(cudaMemcpyAsync(dev, pageable.data(), kBytes, cudaMemcpyHostToDevice, s) == cudaSuccess);
   REQUIRE(cudaEventRecord(ev.stop, s) == cudaSuccess);
   REQUIRE(cudaMemcpyAsync(host, dev, kBytes, cudaMemcpyDefault, s) == cudaSuccess);
+  gate.Open();
   REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
   CHECK(Elapsed(ev.start, ev.stop) == Approx(kBytes / 25.0 / 1e6).epsilon(1e-3));
   CHECK(static_cast<char*>(host)[kBytes - 1] == 7);
@@ -236,13 +236,14 @@ TEST_CASE("a captured graph replays its kernels", "[simgpu][runtime]") {
   cudaGraphExec_t exec;
   REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
   Events ev;
-  Launch(simgpu_test::GemmKernel(), 10 * kMs + 2000, s);
+  simgpu_test::Gate gate(s);
   REQUIRE(cudaEventRecord(ev.start, s) == cudaSuccess);
   REQUIRE(cudaGraphLaunch(exec, s) == cudaSuccess);
   REQUIRE(cudaGraphLaunch(exec, s) == cudaSuccess);
   REQUIRE(cudaEventRecord(ev.stop, s) == cudaSuccess);
+  gate.Open();
   REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
-  CHECK(Elapsed(ev.start, ev.stop) == Approx(16.016).margin(1e-3));
+  CHECK(Elapsed(ev.start, ev.stop) == Approx(16.008).margin(1e-3));
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(s);
@@ -250,7 +251,7 @@ TEST_CASE("a captured graph replays its kernels", "[simgpu][runtime]") {
 
 TEST_CASE("per-thread default streams are independent", "[simgpu][runtime]") {
   simgpu_test::RegisterTestKernels();
-  REQUIRE(cudaLaunchKernel_ptsz(simgpu_test::GemmKernel(), GridForNs(200 * kMs + 2000),
+  REQUIRE(cudaLaunchKernel_ptsz(simgpu_test::GemmKernel(), GridForNs(2000 * kMs + 2000),
                                 dim3(kThreads), nullptr, 0, nullptr) == cudaSuccess);
   CHECK(cudaStreamQuery_ptsz(nullptr) == cudaErrorNotReady);
   cudaError_t other = cudaErrorUnknown;
@@ -267,8 +268,8 @@ TEST_CASE("host functions run in stream order", "[simgpu][runtime]") {
   static int value = 0;
   value = 0;
   Launch(simgpu_test::GemmKernel(), 10 * kMs + 2000, s);
-  REQUIRE(cudaLaunchHostFunc(s, [](void* p) { *static_cast<int*>(p) = 42; }, &value) ==
-          cudaSuccess);
+  REQUIRE(cudaLaunchHostFunc(
+              s, [](void* p) { *static_cast<int*>(p) = 42; }, &value) == cudaSuccess);
   REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
   CHECK(value == 42);
   cudaStreamDestroy(s);

@@ -5,7 +5,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 
 namespace simgpu_test {
 
@@ -22,6 +24,24 @@ const void* UnregisteredKernel();
 // a grid of 256-thread blocks whose modelled duration is exactly `ns` (ns = 2000 + k * 4000).
 dim3 GridForNs(int64_t ns);
 inline constexpr int kThreads = 256;
+
+// Holds a stream at this point (a host function that waits) until Open(). Work enqueued behind a
+// gate starts back to back when it opens, however slowly the host enqueued it: timing checks on
+// it are exact on a loaded machine.
+class Gate {
+ public:
+  explicit Gate(cudaStream_t stream);
+  ~Gate() { Open(); }
+  Gate(const Gate&) = delete;
+  Gate& operator=(const Gate&) = delete;
+  void Open();
+
+ private:
+  static void Wait(void* self);
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
 
 }  // namespace simgpu_test
 
