@@ -1,23 +1,25 @@
 // Start-up of libperftracker.so. The library stays passive — pure pass-through, no thread, no
 // file — unless this process is a training rank (RANK or LOCAL_RANK set) and PERFTRACKER_ENABLE
-// is not 0. The collectors (CUDA runtime, NCCL, CPython) attach here as they land.
-#include <cstdlib>
-
+// is not 0. Hook families resolve their own symbols in their own constructors and test Active().
 #include "preload/config.h"
+#include "preload/identity.h"
 #include "preload/log.h"
+#include "preload/recorder_state.h"
+#include "preload/writer.h"
 #include "schemas/format/version.h"
 
 namespace perftracker::preload {
 namespace {
 
-bool IsTrainingRank() {
-  return std::getenv("RANK") != nullptr || std::getenv("LOCAL_RANK") != nullptr;
-}
-
-[[gnu::constructor]] void Start() {
+// Runs before the hook families' constructors (priority 101 < default): they see Active().
+[[gnu::constructor(101)]] void Start() {
   const Config config = LoadConfig();
   if (config.verbose) PrintConfig(config);
   if (!config.enable || !IsTrainingRank()) return;
+  const format::Identity identity = DetectIdentity(config);
+  InitRecorder(static_cast<uint32_t>(config.max_functions), config.thread_events);
+  if (!StartWriter(config, identity, RingPath(config, identity))) return;
+  SetActive(true);
 }
 
 }  // namespace

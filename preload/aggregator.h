@@ -1,0 +1,83 @@
+// Turns drained events into window summaries. Owned by the writer thread; single-threaded.
+//
+// Windows end on iteration boundaries that every rank agrees on: window k holds iterations
+// [k*W, (k+1)*W). Iteration i ends at the i-th MarkIteration (counting from 0), so window 0 also
+// holds everything before the first step (start-up). A process that never marks an iteration
+// gets windows of `window_ns` instead, with an empty iteration range.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "preload/event_ring.h"
+#include "preload/recorder_state.h"
+#include "schemas/format/live.h"
+#include "schemas/format/window.h"
+
+namespace perftracker::preload {
+
+class Aggregator {
+ public:
+  Aggregator(uint64_t window_iters, uint64_t window_ns, uint64_t start_ns);
+
+  // Events must come in time order per thread; across threads, merged by the caller.
+  void Add(const Event& e, const Tables& tables);
+  // A window that is complete (boundary or time reached), if any.
+  std::optional<format::Window> TakeFinished(uint64_t now_ns, const Tables& tables);
+  // The open window as it is now (for exit paths); the next window starts empty.
+  format::Window TakePartial(uint64_t now_ns, const Tables& tables);
+
+  void AddHealth(uint64_t dropped_events, uint64_t hook_ns, uint64_t hook_calls);
+  // Per-communicator progress and the iteration count, for the live slot.
+  format::LiveState Live(uint64_t now_ns) const;
+
+  uint64_t iterations() const { return iterations_; }
+  uint64_t windows_done() const { return window_seq_; }
+
+ private:
+  struct FunctionAcc {
+    uint64_t count = 0, total = 0, self = 0, min = 0, max = 0, wait = 0, bytes = 0;
+    uint64_t device_samples = 0, device_ns = 0;
+    uint64_t iter_total = 0;
+    format::Histogram duration, device, per_iteration;
+  };
+  struct CollectiveAcc {
+    uint64_t count = 0, host_ns = 0, device_samples = 0, device_ns = 0;
+    uint64_t first_seq = 0, last_launched = 0, last_completed = 0;
+    bool launched = false, completed = false;
+    format::Histogram device, launch_offset;
+  };
+  struct CommState {
+    uint64_t comm_id = 0;
+    uint32_t size = 0, rank = 0;
+    uint64_t launched = 0, completed = 0;
+    bool any_launched = false, any_completed = false;
+    uint8_t inflight_op = 0;
+    uint64_t inflight_since = 0;
+  };
+
+  void AddCall(const Event& e);
+  void AddCollective(const Event& e, const Tables& tables);
+  void EndIteration(uint64_t end_ns, const Tables& tables);
+  CommState& Comm(const CollectiveEntry& entry);
+  format::Window Build(uint64_t end_ns, const Tables& tables);
+
+  uint64_t window_iters_;
+  uint64_t window_ns_;
+  uint64_t window_start_ns_;
+  uint64_t window_seq_ = 0;
+  uint64_t iterations_ = 0;         // iterations ended so far
+  uint64_t window_first_iter_ = 0;  // first iteration of the open window
+  uint64_t iteration_start_ns_;     // start of the iteration in progress
+  std::vector<format::Window> finished_;
+  uint64_t dropped_functions_seen_ = 0;
+  format::IterationStats iteration_stats_;
+  format::Health health_;
+  std::vector<FunctionAcc> functions_;
+  std::vector<uint32_t> touched_;  // functions called in the iteration in progress
+  std::vector<CollectiveAcc> collectives_;
+  std::vector<CommState> comms_;
+};
+
+}  // namespace perftracker::preload

@@ -1,0 +1,105 @@
+// Aggregator::Build: the accumulated patterns of the open window as a format::Window.
+#include "preload/aggregator.h"
+
+namespace perftracker::preload {
+namespace {
+
+// Slots in the window: every function called in it, plus its callers up the path (a caller
+// still running has no completed call yet, but the path needs it). Ascending slot order puts
+// every caller before its callees, since a caller is always interned first.
+std::vector<uint32_t> WindowSlots(const std::vector<uint8_t>& called, const Tables& tables) {
+  std::vector<uint8_t> keep = called;
+  for (size_t slot = keep.size(); slot-- > 0;) {
+    if (!keep[slot]) continue;
+    const Slot parent = tables.functions[slot].parent;
+    if (parent != kNoSlot && parent < keep.size()) keep[parent] = 1;
+  }
+  std::vector<uint32_t> slots;
+  for (size_t slot = 0; slot < keep.size(); ++slot) {
+    if (keep[slot]) slots.push_back(static_cast<uint32_t>(slot));
+  }
+  return slots;
+}
+
+}  // namespace
+
+format::Window Aggregator::Build(uint64_t end_ns, const Tables& tables) {
+  format::Window w;
+  w.window_seq = window_seq_++;
+  w.iter_begin = window_first_iter_;
+  w.iter_end = iterations_;
+  w.start_mono_ns = window_start_ns_;
+  w.end_mono_ns = end_ns;
+
+  const uint32_t known = tables.function_count.load(std::memory_order_acquire);
+  std::vector<uint8_t> called(std::min<size_t>(functions_.size(), known), 0);
+  for (size_t slot = 0; slot < called.size(); ++slot) {
+    called[slot] = functions_[slot].count > 0 || functions_[slot].device_samples > 0;
+  }
+  const std::vector<uint32_t> slots = WindowSlots(called, tables);
+  std::vector<int32_t> index(called.size(), -1);
+  for (uint32_t slot : slots) {
+    const FunctionEntry& entry = tables.functions[slot];
+    FunctionAcc& f = functions_[slot];
+    format::FunctionPattern p;
+    p.kind = entry.kind;
+    p.name = entry.name;
+    p.parent = entry.parent == kNoSlot || entry.parent >= index.size() ? -1 : index[entry.parent];
+    p.count = f.count;
+    p.total_ns = f.total;
+    p.self_ns = f.self;
+    p.min_ns = f.min;
+    p.max_ns = f.max;
+    p.wait_ns = f.wait;
+    p.bytes = f.bytes;
+    p.device_samples = f.device_samples;
+    p.device_ns = f.device_ns;
+    p.duration = std::move(f.duration);
+    p.device = std::move(f.device);
+    p.per_iteration = std::move(f.per_iteration);
+    index[slot] = static_cast<int32_t>(w.functions.size());
+    w.functions.push_back(std::move(p));
+    const uint64_t carried = f.iter_total;  // an iteration in progress continues
+    f = FunctionAcc{};
+    f.iter_total = carried;
+  }
+  format::FillFunctionIds(&w.functions);
+
+  for (size_t slot = 0; slot < collectives_.size(); ++slot) {
+    CollectiveAcc& c = collectives_[slot];
+    if (!c.launched && !c.completed) continue;
+    const CollectiveEntry& entry = tables.collectives[slot];
+    format::CollectivePattern p;
+    p.comm_id = entry.comm_id;
+    p.comm_size = entry.comm_size;
+    p.comm_rank = entry.comm_rank;
+    p.op = entry.op;
+    p.peer = entry.peer;
+    p.name = entry.name;
+    p.bytes = entry.bytes;
+    p.count = c.count;
+    p.host_ns = c.host_ns;
+    p.device_samples = c.device_samples;
+    p.device_ns = c.device_ns;
+    p.device = std::move(c.device);
+    p.launch_offset = std::move(c.launch_offset);
+    p.first_seq = c.first_seq;
+    p.last_seq_launched = c.last_launched;
+    p.last_seq_completed = c.last_completed;
+    w.collectives.push_back(std::move(p));
+    c = CollectiveAcc{};
+  }
+
+  w.iterations = std::move(iteration_stats_);
+  iteration_stats_ = format::IterationStats{};
+  const uint64_t dropped_functions = tables.dropped_functions.load(std::memory_order_relaxed);
+  health_.dropped_functions = dropped_functions - dropped_functions_seen_;
+  dropped_functions_seen_ = dropped_functions;
+  w.health = health_;
+  health_ = format::Health{};
+  window_first_iter_ = iterations_;
+  window_start_ns_ = end_ns;
+  return w;
+}
+
+}  // namespace perftracker::preload

@@ -1,0 +1,90 @@
+#include "preload/identity.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <functional>
+
+#include "schemas/format/version.h"
+
+namespace perftracker::preload {
+namespace {
+
+int EnvInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  return *end == '\0' ? static_cast<int>(n) : fallback;
+}
+
+uint64_t ClockNs(clockid_t clock) {
+  timespec ts;
+  clock_gettime(clock, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// Without a launcher's job id, every rank of one job still has to agree: derive it from the
+// rendezvous endpoint they share.
+std::string GeneratedJobId() {
+  const char* addr = std::getenv("MASTER_ADDR");
+  const char* port = std::getenv("MASTER_PORT");
+  const std::string key = std::string(addr ? addr : "local") + ":" + (port ? port : "0") + "/" +
+                          std::to_string(EnvInt("WORLD_SIZE", 1));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "job-%08zx", std::hash<std::string>()(key) & 0xFFFFFFFFu);
+  return buf;
+}
+
+// Path components come from the environment: keep them to one safe directory name.
+std::string Sanitize(std::string s) {
+  for (char& c : s) {
+    if (c == '/' || c == '\0' || (c == '.' && s.size() <= 2)) c = '_';
+  }
+  return s.empty() ? "unknown" : s;
+}
+
+}  // namespace
+
+bool IsTrainingRank() {
+  return std::getenv("RANK") != nullptr || std::getenv("LOCAL_RANK") != nullptr;
+}
+
+format::Identity DetectIdentity(const Config& config) {
+  format::Identity id;
+  id.local_rank = EnvInt("LOCAL_RANK", -1);
+  id.rank = EnvInt("RANK", id.local_rank);
+  id.world_size = EnvInt("WORLD_SIZE", 0);
+  id.pid = static_cast<int32_t>(getpid());
+  id.start_real_ns = ClockNs(CLOCK_REALTIME);
+  id.start_mono_ns = ClockNs(CLOCK_MONOTONIC);
+  id.library_version = format::kLibraryVersion;
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown-host");
+  id.hostname = host;
+  if (config.job_id != nullptr && *config.job_id) {
+    id.job_id = config.job_id;
+  } else if (const char* t = std::getenv("TORCHELASTIC_RUN_ID"); t && *t) {
+    id.job_id = t;
+  } else if (const char* s = std::getenv("SLURM_JOB_ID"); s && *s) {
+    id.job_id = s;
+  } else {
+    id.job_id = GeneratedJobId();
+  }
+  return id;
+}
+
+std::string RingPath(const Config& config, const format::Identity& id) {
+  std::string root;
+  if (config.dir != nullptr && *config.dir) {
+    root = config.dir;
+  } else {
+    const char* tmp = std::getenv("TMPDIR");
+    root = std::string(tmp && *tmp ? tmp : "/tmp") + "/perftracker";
+  }
+  return root + "/" + Sanitize(id.job_id) + "/" + Sanitize(id.hostname) + "/rank-" +
+         std::to_string(id.rank) + ".ptr";
+}
+
+}  // namespace perftracker::preload

@@ -1,0 +1,214 @@
+// The hot path of recorder.h: per-thread rings, and the interned tables behind slots.
+#include <pthread.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include <bit>
+#include <unordered_map>
+
+#include "preload/log.h"
+#include "preload/recorder_state.h"
+
+namespace perftracker::preload {
+namespace {
+
+std::atomic<bool> g_active{false};
+std::atomic<ThreadRing*> g_rings{nullptr};
+uint64_t g_ring_events = 1 << 16;
+std::atomic<PythonStackProvider> g_python_stack{nullptr};
+
+// Every thread starts on the sentinel: capacity 0, so its first Push fails and takes the cold
+// path, which installs a real ring. The fast path never asks "initialized?".
+ThreadRing g_sentinel;
+thread_local ThreadRing* tls_ring [[gnu::tls_model("initial-exec")]] = &g_sentinel;
+
+struct FunctionKey {
+  format::FunctionKind kind;
+  Slot parent;
+  std::string name;
+  bool operator==(const FunctionKey&) const = default;
+};
+struct FunctionKeyHash {
+  size_t operator()(const FunctionKey& k) const {
+    return std::hash<std::string>()(k.name) ^ (size_t{k.parent} << 8) ^ size_t(k.kind);
+  }
+};
+struct CollectiveKey {
+  uint64_t comm_id;
+  format::CollectiveOp op;
+  int32_t peer;
+  uint64_t bytes;
+  bool operator==(const CollectiveKey&) const = default;
+};
+struct CollectiveKeyHash {
+  size_t operator()(const CollectiveKey& k) const {
+    return std::hash<uint64_t>()(k.comm_id * 31 + k.bytes) ^ (size_t(k.op) << 4) ^
+           (size_t(uint32_t(k.peer)) << 12);
+  }
+};
+std::unordered_map<FunctionKey, Slot, FunctionKeyHash>* g_function_index = nullptr;
+std::unordered_map<CollectiveKey, Slot, CollectiveKeyHash>* g_collective_index = nullptr;
+
+thread_local bool tls_exited = false;
+
+// Marks the calling thread's ring dead when the thread exits. Hooks that run later in the
+// thread's exit (other TLS destructors) find the sentinel and record nothing.
+struct RingOwner {
+  ThreadRing* ring = nullptr;
+  ~RingOwner() {
+    if (ring != nullptr) ring->state.store(RingState::kDead, std::memory_order_release);
+    tls_ring = &g_sentinel;
+    tls_exited = true;
+  }
+};
+
+ThreadRing* AdoptOrCreateRing() {
+  for (ThreadRing* r = g_rings.load(std::memory_order_acquire); r != nullptr; r = r->next) {
+    RingState expected = RingState::kFree;
+    if (r->state.compare_exchange_strong(expected, RingState::kInUse)) return r;
+  }
+  // mmap, not malloc: the hook may run inside an allocator or a signal-sensitive context.
+  const size_t bytes = sizeof(ThreadRing) + g_ring_events * sizeof(Event);
+  void* mem = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return nullptr;
+  auto* ring = new (mem) ThreadRing();
+  ring->capacity = g_ring_events;
+  ring->events = reinterpret_cast<Event*>(static_cast<char*>(mem) + sizeof(ThreadRing));
+  ThreadRing* head = g_rings.load(std::memory_order_relaxed);
+  do {
+    ring->next = head;
+  } while (!g_rings.compare_exchange_weak(head, ring, std::memory_order_release));
+  return ring;
+}
+
+[[gnu::cold, gnu::noinline]] void PushSlow(const Event& e) {
+  ThreadRing* ring = tls_ring;
+  if (ring != &g_sentinel) {  // a real ring that is full
+    ThreadRing::Bump(ring->dropped, 1);
+    return;
+  }
+  if (!g_active.load(std::memory_order_relaxed) || tls_exited) return;
+  thread_local RingOwner owner;
+  ring = AdoptOrCreateRing();
+  if (ring == nullptr) return;
+  owner.ring = ring;
+  tls_ring = ring;
+  ring->Push(e);
+}
+
+inline void Push(const Event& e) {
+  if (!tls_ring->Push(e)) [[unlikely]] PushSlow(e);
+}
+
+}  // namespace
+
+bool Active() { return g_active.load(std::memory_order_relaxed); }
+void SetActive(bool active) { g_active.store(active, std::memory_order_release); }
+
+uint64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+Tables& GetTables() {
+  static Tables* tables = new Tables();  // never destroyed: hooks may run during exit
+  return *tables;
+}
+
+ThreadRing* FirstRing() { return g_rings.load(std::memory_order_acquire); }
+
+void InitRecorder(uint32_t max_functions, uint64_t ring_events) {
+  Tables& t = GetTables();
+  std::lock_guard lock(t.mu);
+  if (g_function_index != nullptr) return;  // once per process
+  t.functions.reserve(max_functions);
+  t.collectives.reserve(4096);
+  g_function_index = new std::unordered_map<FunctionKey, Slot, FunctionKeyHash>();
+  g_collective_index = new std::unordered_map<CollectiveKey, Slot, CollectiveKeyHash>();
+  g_ring_events = std::bit_ceil(std::max<uint64_t>(ring_events, 1024));
+}
+
+Slot InternFunction(format::FunctionKind kind, std::string_view name, Slot parent) {
+  Tables& t = GetTables();
+  std::lock_guard lock(t.mu);
+  if (g_function_index == nullptr) return kNoSlot;
+  FunctionKey key{kind, parent, std::string(name)};
+  if (auto it = g_function_index->find(key); it != g_function_index->end()) return it->second;
+  if (t.functions.size() == t.functions.capacity()) {
+    t.dropped_functions.fetch_add(1, std::memory_order_relaxed);
+    return kNoSlot;
+  }
+  const auto slot = static_cast<Slot>(t.functions.size());
+  t.functions.push_back(FunctionEntry{kind, parent, key.name});
+  g_function_index->emplace(std::move(key), slot);
+  t.function_count.store(slot + 1, std::memory_order_release);
+  return slot;
+}
+
+Slot InternCollective(uint64_t comm_id, uint32_t comm_size, uint32_t comm_rank,
+                      format::CollectiveOp op, int32_t peer, uint64_t bytes,
+                      std::string_view name) {
+  Tables& t = GetTables();
+  std::lock_guard lock(t.mu);
+  if (g_collective_index == nullptr) return kNoSlot;
+  const CollectiveKey key{comm_id, op, peer, bytes};
+  if (auto it = g_collective_index->find(key); it != g_collective_index->end()) return it->second;
+  if (t.collectives.size() == t.collectives.capacity()) return kNoSlot;
+  const auto slot = static_cast<Slot>(t.collectives.size());
+  t.collectives.push_back(
+      CollectiveEntry{comm_id, comm_size, comm_rank, op, peer, bytes, std::string(name)});
+  g_collective_index->emplace(key, slot);
+  t.collective_count.store(slot + 1, std::memory_order_release);
+  return slot;
+}
+
+void SetPythonStackProvider(PythonStackProvider provider) { g_python_stack.store(provider); }
+PythonStackProvider GetPythonStackProvider() { return g_python_stack.load(); }
+
+FlushCallbacks& GetFlushCallbacks() {
+  static FlushCallbacks callbacks;
+  return callbacks;
+}
+
+void AddFlushCallback(FlushCallback callback) {
+  FlushCallbacks& f = GetFlushCallbacks();
+  const int i = f.count.load();
+  if (i >= static_cast<int>(std::size(f.callbacks))) return;
+  f.callbacks[i] = callback;
+  f.count.store(i + 1);
+}
+
+void RecordCall(Slot slot, uint64_t end_ns, uint64_t duration_ns, uint64_t self_ns,
+                uint64_t wait_ns, uint64_t bytes) {
+  if (slot == kNoSlot) return;
+  Push(Event{slot, EventType::kCall, {}, end_ns, duration_ns, self_ns, wait_ns, bytes});
+}
+
+void RecordDeviceTime(Slot slot, uint64_t device_ns) {
+  if (slot == kNoSlot) return;
+  Push(Event{slot, EventType::kDeviceTime, {}, 0, device_ns, 0, 0, 0});
+}
+
+void RecordCollectiveLaunch(Slot collective, uint64_t seq, uint64_t launch_ns, uint64_t host_ns) {
+  if (collective == kNoSlot) return;
+  Push(Event{collective, EventType::kCollLaunch, {}, launch_ns, seq, host_ns, 0, 0});
+}
+
+void RecordCollectiveDone(Slot collective, uint64_t seq, uint64_t device_ns) {
+  if (collective == kNoSlot) return;
+  Push(Event{collective, EventType::kCollDone, {}, 0, seq, device_ns, 0, 0});
+}
+
+void MarkIteration(uint64_t end_ns) {
+  Push(Event{0, EventType::kIteration, {}, end_ns, 0, 0, 0, 0});
+}
+
+void RecordHookOverhead(uint64_t ns, uint64_t calls) {
+  ThreadRing* ring = tls_ring;
+  if (ring == &g_sentinel) return;
+  ThreadRing::Bump(ring->hook_ns, ns);
+  ThreadRing::Bump(ring->hook_calls, calls);
+}
+
+}  // namespace perftracker::preload

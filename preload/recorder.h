@@ -1,0 +1,96 @@
+// The recorder: what every hook family (CUDA runtime, NCCL, CPython, CUPTI) reports to, and the
+// only way events reach the ring file.
+//
+// Hot path (Record*, MarkIteration): no locks, no allocation, no syscalls beyond the vDSO clock,
+// no exceptions. Each thread appends fixed-size events to its own single-producer ring; when the
+// ring is full the event is dropped and counted (health.dropped_events), never waited for. The
+// first event of a thread allocates its ring (a cold path, once per thread).
+//
+// Cold path (Intern*): first sight of a function or collective pattern. Takes a mutex and may
+// allocate; hooks cache the returned slot (per code object, kernel pointer, call site, ...).
+//
+// One background thread (writer.cpp) drains every ring every PERFTRACKER_DRAIN_MS, aggregates
+// events into the window summary, cuts windows on iteration boundaries (every
+// PERFTRACKER_WINDOW_ITERS iterations, all ranks alike; by time when no iteration is seen), and
+// appends them to the ring file. It refreshes the live slot at least once a second.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "schemas/format/window.h"
+
+namespace perftracker::preload {
+
+using Slot = uint32_t;
+inline constexpr Slot kNoSlot = ~Slot{0};
+
+// True when this process records: a training rank, enabled, not a forked child, and the ring
+// file could be created. Hooks test this first and pass through when false.
+bool Active();
+
+// Monotonic nanoseconds (CLOCK_MONOTONIC through the vDSO): the time base of every event.
+uint64_t NowNs();
+
+// ---- cold path ----------------------------------------------------------------------------
+
+// The slot of a function (kind, name, caller). The same arguments give the same slot. kNoSlot
+// when the function table is full (PERFTRACKER_MAX_FUNCTIONS; counted as dropped_functions).
+Slot InternFunction(format::FunctionKind kind, std::string_view name, Slot parent = kNoSlot);
+
+// The slot of a collective pattern: one per (communicator, op, bytes, peer).
+Slot InternCollective(uint64_t comm_id, uint32_t comm_size, uint32_t comm_rank,
+                      format::CollectiveOp op, int32_t peer, uint64_t bytes,
+                      std::string_view name);
+
+// The Python context provider: fills `frames` (outermost first) with the Python stack of the
+// thread that is running the training loop. Called from the writer thread without the GIL; it
+// must only read memory it owns (a shadow stack), never call Python.
+using PythonStackProvider = void (*)(std::vector<std::string>* frames);
+void SetPythonStackProvider(PythonStackProvider provider);
+
+// ---- hot path -----------------------------------------------------------------------------
+
+// One completed call of `slot` that ended at `end_ns`.
+//   self_ns: exclusive time (= duration_ns for leaves); wait_ns: time blocked in a
+//   synchronizing call; bytes: bytes moved (copies, collectives).
+void RecordCall(Slot slot, uint64_t end_ns, uint64_t duration_ns, uint64_t self_ns,
+                uint64_t wait_ns = 0, uint64_t bytes = 0);
+
+// A device-time measurement of one launch of `slot` (sampled kernels, copies), reported when it
+// is known (by the event poller, possibly much later than the launch).
+void RecordDeviceTime(Slot slot, uint64_t device_ns);
+
+// A collective call launched at `launch_ns` with per-communicator sequence number `seq`; host_ns
+// is the time spent in the API call itself.
+void RecordCollectiveLaunch(Slot collective, uint64_t seq, uint64_t launch_ns, uint64_t host_ns);
+
+// Collective `seq` completed on the device after `device_ns` (from the launch of its stream work
+// to its end: time spent waiting for late peers included).
+void RecordCollectiveDone(Slot collective, uint64_t seq, uint64_t device_ns);
+
+// An iteration ended at `end_ns` (the step function returned). Iteration numbers count these
+// calls from 0, the same on every rank that runs the same loop.
+void MarkIteration(uint64_t end_ns);
+
+// Time spent inside a hook, for health.hook_ns / hook_calls. Hooks may report it sampled.
+void RecordHookOverhead(uint64_t ns, uint64_t calls = 1);
+
+}  // namespace perftracker::preload
+
+namespace perftracker::preload {
+
+// ---- exit paths ---------------------------------------------------------------------------
+
+// Runs before the final flush, on the thread that flushes, e.g. to collect pending device
+// timers while CUDA is still alive. Register from a constructor or an install path.
+using FlushCallback = void (*)();
+void AddFlushCallback(FlushCallback callback);
+
+// Drains every ring and writes the partial window and the live slot now. Called by the exit
+// paths (Python atexit, C atexit, SIGTERM); safe to call more than once and from any thread.
+void Flush();
+
+}  // namespace perftracker::preload

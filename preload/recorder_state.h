@@ -1,0 +1,61 @@
+// State shared by the recorder's hot path (recorder.cpp) and the writer thread (writer.cpp).
+// Not for hooks: they use recorder.h.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "preload/event_ring.h"
+#include "preload/recorder.h"
+
+namespace perftracker::preload {
+
+struct FunctionEntry {
+  format::FunctionKind kind;
+  Slot parent;
+  std::string name;
+};
+
+struct CollectiveEntry {
+  uint64_t comm_id;
+  uint32_t comm_size;
+  uint32_t comm_rank;
+  format::CollectiveOp op;
+  int32_t peer;
+  uint64_t bytes;
+  std::string name;
+};
+
+// Interned tables. Entries are appended under `mu` into storage reserved up front (never
+// reallocated), then published by a release store of the count: the writer reads entries below
+// the count without the lock.
+struct Tables {
+  std::mutex mu;
+  std::vector<FunctionEntry> functions;
+  std::vector<CollectiveEntry> collectives;
+  std::atomic<uint32_t> function_count{0};
+  std::atomic<uint32_t> collective_count{0};
+  std::atomic<uint64_t> dropped_functions{0};
+};
+
+Tables& GetTables();
+
+// The first ring of the registry list; rings are pushed at the front and never removed.
+ThreadRing* FirstRing();
+
+// Sets up the tables and ring sizes; called by Start before any hook can record.
+void InitRecorder(uint32_t max_functions, uint64_t ring_events);
+void SetActive(bool active);
+
+// Called by the writer and by exit paths.
+struct FlushCallbacks {
+  std::atomic<int> count{0};
+  FlushCallback callbacks[16] = {};
+};
+FlushCallbacks& GetFlushCallbacks();
+PythonStackProvider GetPythonStackProvider();
+
+}  // namespace perftracker::preload
