@@ -105,12 +105,6 @@ inline void Push(const Event& e) {
 bool Active() { return g_active.load(std::memory_order_relaxed); }
 void SetActive(bool active) { g_active.store(active, std::memory_order_release); }
 
-uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 Tables& GetTables() {
   static Tables* tables = new Tables();  // never destroyed: hooks may run during exit
   return *tables;

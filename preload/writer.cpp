@@ -17,6 +17,7 @@
 #include <flatbuffers/flatbuffers.h>
 
 #include "preload/aggregator.h"
+#include "preload/clock.h"
 #include "preload/log.h"
 #include "preload/recorder_state.h"
 
@@ -35,6 +36,9 @@ struct WriterState {
   format::WindowEncoder encoder;
   flatbuffers::FlatBufferBuilder live_builder;
   std::vector<Event> batch;
+  std::vector<Event> ordered;
+  std::vector<uint64_t> bounds;
+  std::vector<size_t> segment_start;
   std::vector<RingCounters> counters;
   uint64_t drain_ns = 0;
   uint64_t last_live_ns = 0;
@@ -89,9 +93,47 @@ void WriteLive(WriterState& w, uint64_t now) {
   w.last_live_ns = now;
 }
 
-// One round: drain every ring, merge by time, aggregate, write what is finished. Holds w.mu.
+// Orders the batch for the aggregator without a full sort: each thread's events are already in
+// time order, and only iteration boundaries need a global order. Events are grouped by the
+// boundary they precede (a stable counting sort over the few boundaries of one batch); events
+// without a time (device results) go last, as "now".
+void OrderBySegment(WriterState& w) {
+  std::vector<uint64_t>& bounds = w.bounds;
+  bounds.clear();
+  for (const Event& e : w.batch) {
+    if (e.type == EventType::kIteration) bounds.push_back(e.t);
+  }
+  if (bounds.empty()) return;
+  std::sort(bounds.begin(), bounds.end());
+  const size_t segments = bounds.size() + 1;
+  auto segment_of = [&](const Event& e) -> size_t {
+    if (e.t == 0) return segments - 1;
+    const auto it = std::lower_bound(bounds.begin(), bounds.end(), e.t);
+    size_t seg = static_cast<size_t>(it - bounds.begin());
+    // A boundary closes its own segment: it comes after the events at or before its time.
+    if (e.type == EventType::kIteration) seg = std::min(seg, segments - 1);
+    return seg;
+  };
+  w.segment_start.assign(segments + 1, 0);
+  for (const Event& e : w.batch) ++w.segment_start[segment_of(e) + 1];
+  for (size_t i = 1; i <= segments; ++i) w.segment_start[i] += w.segment_start[i - 1];
+  w.ordered.resize(w.batch.size());
+  // Within a segment, an iteration event is placed last so its window closes after its events.
+  std::vector<size_t>& next = w.segment_start;
+  for (const Event& e : w.batch) {
+    if (e.type == EventType::kIteration) continue;
+    w.ordered[next[segment_of(e)]++] = e;
+  }
+  for (const Event& e : w.batch) {
+    if (e.type == EventType::kIteration) w.ordered[next[segment_of(e)]++] = e;
+  }
+  w.batch.swap(w.ordered);
+}
+
+// One round: drain every ring, order, aggregate, write what is finished. Holds w.mu.
 void Round(WriterState& w) {
   Tables& tables = GetTables();
+  CalibrateTsc(200'000'000);
   const uint64_t now = NowNs();
   w.batch.clear();
   for (ThreadRing* r = FirstRing(); r != nullptr; r = r->next) {
@@ -103,11 +145,7 @@ void Round(WriterState& w) {
     // marking it dead, so nothing can arrive after this drain.)
     if (state == RingState::kDead) r->state.store(RingState::kFree, std::memory_order_release);
   }
-  for (Event& e : w.batch) {
-    if (e.t == 0) e.t = now;  // device results carry no time: they belong to "now"
-  }
-  std::stable_sort(w.batch.begin(), w.batch.end(),
-                   [](const Event& a, const Event& b) { return a.t < b.t; });
+  OrderBySegment(w);
   for (const Event& e : w.batch) w.aggregator->Add(e, tables);
   while (auto window = w.aggregator->TakeFinished(now, tables)) Append(w, *window);
   if (now - w.last_live_ns >= 1'000'000'000ull) WriteLive(w, now);
