@@ -12,6 +12,15 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
+    {"analyze", AnalyzeCommand,
+     "analyze DIR [--json PATH|-] [--html PATH] [--top N]\n"
+     "                             rank root-cause candidates across every rank under DIR"},
+    {"diff", DiffCommand,
+     "diff BASE_DIR CUR_DIR [--threshold PCT] [--json PATH|-]\n"
+     "                             regressions of CUR against BASE (exit 1 on one)"},
+    {"export", ExportCommand,
+     "export DIR --perfetto PATH\n"
+     "                             the aligned windows as a trace for ui.perfetto.dev"},
     {"dump", DumpCommand, "dump FILE                  print a ring file as JSON lines"},
     {"run", RunCommand, "run [--dir D] -- CMD...    run CMD with libperftracker.so preloaded"},
 };

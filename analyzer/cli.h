@@ -16,6 +16,9 @@ inline constexpr int kExitUsage = 2;
 int RunCli(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 
 // Commands, one file each.
+int AnalyzeCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+int DiffCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+int ExportCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 int DumpCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 int RunCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 

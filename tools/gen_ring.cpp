@@ -1,13 +1,12 @@
 // perftracker-gen: writes synthetic ring files for N ranks, laid out as the preload library lays
 // them out ($DIR/<job>/<host>/rank-<r>.ptr). For demos, analyzer development and scale tests.
+#include <flatbuffers/flatbuffers.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
-
-#include <flatbuffers/flatbuffers.h>
 
 #include "schemas/format/live.h"
 #include "schemas/format/ring_file.h"
@@ -27,32 +26,78 @@ struct Args {
 };
 
 int Usage() {
-  std::fprintf(stderr,
-               "usage: perftracker-gen [--dir D] [--job ID] [--ranks N] [--ranks-per-host N]\n"
-               "                       [--windows N] [--functions N] [--collectives N]\n"
-               "                       [--ring-mb N] [--seed S] [--slow-rank R --slow-factor X]\n");
+  std::fprintf(
+      stderr,
+      "usage: perftracker-gen [--dir D] [--job ID] [--ranks N] [--ranks-per-host N]\n"
+      "                       [--windows N] [--functions N] [--collectives N]\n"
+      "                       [--ring-mb N] [--seed S] [--slow-rank R --slow-factor X]\n"
+      "                       [--iterations N] [--iteration-ms MS] [--jitter J] [--run-seed S]\n"
+      "                       [--stages N] [--p2p-ring] [--fault NAME] [--fault-rank R]\n"
+      "                       [--fault-peer R] [--fault-factor X] [--fault-from-window W]\n"
+      "faults: none slow-gpu slow-link slow-node-links slow-pcie slow-dataloader\n"
+      "        host-sync gc cpu-contention hang comm-hang\n");
   return 2;
 }
 
 bool ParseArgs(int argc, char** argv, Args* a) {
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "--p2p-ring") {
+      a->shape.p2p_ring = true;
+      continue;
+    }
     if (i + 1 >= argc) return false;
     const char* v = argv[++i];
-    if (flag == "--dir") a->dir = v;
-    else if (flag == "--job") a->job = v;
-    else if (flag == "--ranks") a->ranks = std::atoi(v);
-    else if (flag == "--ranks-per-host") a->ranks_per_host = std::atoi(v);
-    else if (flag == "--windows") a->windows = std::atoi(v);
-    else if (flag == "--functions") a->shape.functions = std::atoi(v);
-    else if (flag == "--collectives") a->shape.collectives = std::atoi(v);
-    else if (flag == "--ring-mb") a->ring_mb = std::strtoull(v, nullptr, 10);
-    else if (flag == "--seed") a->shape.seed = std::strtoull(v, nullptr, 10);
-    else if (flag == "--slow-rank") a->shape.slow_rank = std::atoi(v);
-    else if (flag == "--slow-factor") a->shape.slow_factor = std::atof(v);
-    else return false;
+    if (flag == "--dir")
+      a->dir = v;
+    else if (flag == "--job")
+      a->job = v;
+    else if (flag == "--ranks")
+      a->ranks = std::atoi(v);
+    else if (flag == "--ranks-per-host")
+      a->ranks_per_host = std::atoi(v);
+    else if (flag == "--windows")
+      a->windows = std::atoi(v);
+    else if (flag == "--functions")
+      a->shape.functions = std::atoi(v);
+    else if (flag == "--collectives")
+      a->shape.collectives = std::atoi(v);
+    else if (flag == "--ring-mb")
+      a->ring_mb = std::strtoull(v, nullptr, 10);
+    else if (flag == "--seed")
+      a->shape.seed = std::strtoull(v, nullptr, 10);
+    else if (flag == "--slow-rank")
+      a->shape.slow_rank = std::atoi(v);
+    else if (flag == "--slow-factor")
+      a->shape.slow_factor = std::atof(v);
+    else if (flag == "--run-seed")
+      a->shape.run_seed = std::strtoull(v, nullptr, 10);
+    else if (flag == "--iterations")
+      a->shape.iterations = std::atoi(v);
+    else if (flag == "--iteration-ms")
+      a->shape.iteration_ns = std::strtoull(v, nullptr, 10) * 1'000'000;
+    else if (flag == "--jitter")
+      a->shape.jitter = std::atof(v);
+    else if (flag == "--stages")
+      a->shape.pipeline_stages = std::atoi(v);
+    else if (flag == "--fault-rank")
+      a->shape.fault_rank = std::atoi(v);
+    else if (flag == "--fault-peer")
+      a->shape.fault_peer = std::atoi(v);
+    else if (flag == "--fault-factor")
+      a->shape.fault_factor = std::atof(v);
+    else if (flag == "--fault-from-window")
+      a->shape.fault_from_window = std::strtoull(v, nullptr, 10);
+    else if (flag == "--fault") {
+      const auto fault = perftracker::synthetic::ParseFault(v);
+      if (!fault) return false;
+      a->shape.fault = *fault;
+    } else
+      return false;
   }
-  return a->ranks > 0 && a->ranks_per_host > 0 && a->windows >= 0 && a->ring_mb >= 1;
+  a->shape.ranks_per_node = a->ranks_per_host;
+  return a->ranks > 0 && a->ranks_per_host > 0 && a->windows >= 0 && a->ring_mb >= 1 &&
+         a->shape.iterations > 0 && a->shape.functions >= 0 && a->shape.collectives >= 0;
 }
 
 bool WriteRank(const Args& a, int rank) {
@@ -60,8 +105,15 @@ bool WriteRank(const Args& a, int rank) {
   const std::string host = "node" + std::to_string(rank / a.ranks_per_host);
   const std::string path =
       a.dir + "/" + a.job + "/" + host + "/rank-" + std::to_string(rank) + ".ptr";
-  format::Identity id{a.job, host, rank, rank % a.ranks_per_host, a.ranks, 10000 + rank,
-                      1'790'000'000'000'000'000ull, 1'000'000'000ull, format::kLibraryVersion};
+  format::Identity id{a.job,
+                      host,
+                      rank,
+                      rank % a.ranks_per_host,
+                      a.ranks,
+                      10000 + rank,
+                      1'790'000'000'000'000'000ull,
+                      1'000'000'000ull,
+                      format::kLibraryVersion};
   format::RingOptions options;
   options.file_size = a.ring_mb << 20;
   std::string error;
@@ -79,12 +131,8 @@ bool WriteRank(const Args& a, int rank) {
       return false;
     }
   }
-  format::LiveState live;
-  live.iteration = static_cast<uint64_t>(a.windows * a.shape.iterations);
-  live.windows_written = static_cast<uint64_t>(a.windows);
-  live.comms.push_back({0x5eed0000 + a.shape.seed, static_cast<uint32_t>(a.ranks),
-                        static_cast<uint32_t>(rank), live.iteration, live.iteration, 0, 0});
-  live.python_stack = {"train/loop.py:12:main", "train/loop.py:40:train_step"};
+  const format::LiveState live =
+      synthetic::MakeLiveState(a.shape, rank, a.ranks, static_cast<uint64_t>(a.windows));
   flatbuffers::FlatBufferBuilder builder;
   return writer->WriteLive(format::EncodeLiveState(live, builder));
 }

@@ -30,13 +30,15 @@ run_ctest() {
   rm -f "$log"
 }
 
-# Configures and builds quietly; on failure shows the end of the log.
+# Configures and builds quietly (only $targets when set); on failure shows the end of the log.
 build() {
   local dir=$1; shift
   mkdir -p "$dir"
   local log="$dir/build.log"
+  local target_args=()
+  for t in ${targets:-}; do target_args+=(--target "$t"); done
   if cmake -S "$root" -B "$dir" "$@" >"$log" 2>&1 &&
-     cmake --build "$dir" -j"$jobs" >>"$log" 2>&1; then
+     cmake --build "$dir" -j"$jobs" "${target_args[@]}" >>"$log" 2>&1; then
     return 0
   fi
   tail -n 40 "$log"
@@ -53,13 +55,21 @@ fi
 echo "== unit and analyzer tests under ASan+UBSan"
 if build build-asan -DPERFTRACKER_SANITIZE=address,undefined -DPERFTRACKER_SIMGPU=OFF \
      -DPERFTRACKER_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=Debug; then
-  run_ctest build-asan -j"$jobs" -L 'unit|analyzer'
+  run_ctest build-asan -j"$jobs" -L 'unit|analyzer|recorder'
 else
   echo "sanitizer build failed"; failed=$((failed + 1))
 fi
 
+echo "== the recorder's concurrent parts under TSan"
+if targets="recorder_tests" build build-tsan -DPERFTRACKER_SANITIZE=thread \
+     -DPERFTRACKER_SIMGPU=OFF -DPERFTRACKER_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=Debug; then
+  run_ctest build-tsan -L recorder
+else
+  echo "TSan build failed"; failed=$((failed + 1))
+fi
+
 echo "== fuzz targets (libFuzzer, bounded runs)"
-if CC=clang CXX=clang++ build build-fuzz -DPERFTRACKER_FUZZ=ON -DPERFTRACKER_SIMGPU=OFF \
+if CC=clang CXX=clang++ targets="fuzz_seeds ring_reader_fuzz window_decode_fuzz" build build-fuzz -DPERFTRACKER_FUZZ=ON -DPERFTRACKER_SIMGPU=OFF \
      -DPERFTRACKER_BENCHMARKS=OFF -DPERFTRACKER_SANITIZE=address,undefined; then
   run_ctest build-fuzz -L fuzz
 else

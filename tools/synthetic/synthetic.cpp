@@ -5,27 +5,48 @@
 #include <cmath>
 #include <random>
 
+#include "tools/synthetic/collectives.h"
+#include "tools/synthetic/physics.h"
+
 namespace perftracker::synthetic {
 namespace {
 
-using format::CollectiveOp;
 using format::FunctionKind;
 
-constexpr std::array kModules = {
-    "torch/nn/modules/module.py",        "torch/nn/modules/linear.py",
-    "torch/nn/modules/activation.py",    "torch/nn/modules/normalization.py",
-    "torch/nn/modules/dropout.py",       "torch/nn/functional.py",
-    "torch/utils/data/dataloader.py",    "torch/optim/adamw.py",
-    "torch/optim/optimizer.py",          "torch/autograd/__init__.py",
-    "torch/distributed/distributed_c10d.py", "torch/nn/parallel/distributed.py",
-    "transformers/models/llama/modeling_llama.py", "train/model.py",
-    "train/data.py",                     "train/loop.py"};
-constexpr std::array kQualnames = {
-    "Module._call_impl", "Linear.forward",   "GELU.forward",       "LayerNorm.forward",
-    "Dropout.forward",   "scaled_dot_product_attention",           "_MultiProcessingDataLoaderIter.__next__",
-    "AdamW.step",        "Optimizer.zero_grad", "backward",          "all_reduce",
-    "DistributedDataParallel.forward", "LlamaAttention.forward",   "LlamaMLP.forward",
-    "Block.forward",     "collate",          "train_step",         "apply_rotary_pos_emb"};
+constexpr std::array kModules = {"torch/nn/modules/module.py",
+                                 "torch/nn/modules/linear.py",
+                                 "torch/nn/modules/activation.py",
+                                 "torch/nn/modules/normalization.py",
+                                 "torch/nn/modules/dropout.py",
+                                 "torch/nn/functional.py",
+                                 "torch/utils/data/dataloader.py",
+                                 "torch/optim/adamw.py",
+                                 "torch/optim/optimizer.py",
+                                 "torch/autograd/__init__.py",
+                                 "torch/distributed/distributed_c10d.py",
+                                 "torch/nn/parallel/distributed.py",
+                                 "transformers/models/llama/modeling_llama.py",
+                                 "train/model.py",
+                                 "train/data.py",
+                                 "train/loop.py"};
+constexpr std::array kQualnames = {"Module._call_impl",
+                                   "Linear.forward",
+                                   "GELU.forward",
+                                   "LayerNorm.forward",
+                                   "Dropout.forward",
+                                   "scaled_dot_product_attention",
+                                   "_MultiProcessingDataLoaderIter.__next__",
+                                   "AdamW.step",
+                                   "Optimizer.zero_grad",
+                                   "backward",
+                                   "all_reduce",
+                                   "DistributedDataParallel.forward",
+                                   "LlamaAttention.forward",
+                                   "LlamaMLP.forward",
+                                   "Block.forward",
+                                   "collate",
+                                   "train_step",
+                                   "apply_rotary_pos_emb"};
 constexpr std::array kKernels = {
     "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
     "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, "
@@ -42,13 +63,16 @@ constexpr std::array kKernels = {
     "at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float>::operator()"
     "(at::TensorIterator&)::{lambda(float, float)#1}>, unsigned int, float, 4> >"};
 constexpr std::array kApis = {"cudaLaunchKernel", "cudaMemcpyAsync", "cudaStreamSynchronize",
-                              "cudaEventRecord", "cudaMalloc", "cudaStreamWaitEvent"};
+                              "cudaEventRecord",  "cudaMalloc",      "cudaStreamWaitEvent"};
 
+// What a function is and how it behaves on a healthy rank.
 struct Spec {
   FunctionKind kind;
   std::string name;
   int calls_per_iter;
   double mean_ns;
+  int32_t parent = -1;
+  bool comm = false;  // an NCCL kernel: its device time includes waiting for peers
 };
 
 // Calls per iteration are heavy-tailed, as with call-path identities: most paths run once per
@@ -73,99 +97,151 @@ Spec MakeSpec(std::mt19937_64& rng, int i) {
             calls(rng), mean(rng) * 3};
   }
   if (bucket < 17) {  // kernels, with template-heavy names
-    return {FunctionKind::kKernel,
-            std::string(kKernels[rng() % kKernels.size()]) + " [grid " +
-                std::to_string(rng() % 4096) + "]",
-            calls(rng), mean(rng) * 10};
+    const auto* kernel = kKernels[rng() % kKernels.size()];
+    Spec s{FunctionKind::kKernel,
+           std::string(kernel) + " [grid " + std::to_string(rng() % 4096) + "]", calls(rng),
+           mean(rng) * 10};
+    s.comm = std::string_view(kernel).starts_with("nccl");
+    return s;
   }
   const auto* api = kApis[rng() % kApis.size()];
   return {FunctionKind::kCudaApi,
-          std::string(api) + " @ libtorch_cuda.so+0x" + std::to_string(0x100000 + i * 977), calls(rng),
-          mean(rng) / 4};
+          std::string(api) + " @ libtorch_cuda.so+0x" + std::to_string(0x100000 + i * 977),
+          calls(rng), mean(rng) / 4};
 }
 
-double Noise(std::mt19937_64& rng) { return std::normal_distribution<double>(1.0, 0.03)(rng); }
+// The first functions of every job are the ones the fault classes act on; they replace random
+// ones so the table keeps its size (the random generator still runs, keeping the rest unchanged).
+void MakeSpecial(int i, Spec* s) {
+  constexpr std::array<std::pair<FunctionKind, std::string_view>, 4> kSpecial = {{
+      {FunctionKind::kDataLoader, kDataLoaderName},
+      {FunctionKind::kGc, kGcName},
+      {FunctionKind::kSync, kSyncName},
+      {FunctionKind::kMemcpy, kMemcpyName},
+  }};
+  if (i >= static_cast<int>(kSpecial.size())) return;
+  s->kind = kSpecial[static_cast<size_t>(i)].first;
+  s->name = std::string(kSpecial[static_cast<size_t>(i)].second);
+  s->calls_per_iter = 1;
+  s->comm = false;
+}
+
+std::vector<Spec> MakeSpecs(const JobShape& shape) {
+  // Function identities depend only on the job seed: every rank runs the same code.
+  std::mt19937_64 code_rng(shape.seed);
+  std::vector<Spec> specs;
+  specs.reserve(static_cast<size_t>(shape.functions));
+  for (int i = 0; i < shape.functions; ++i) {
+    Spec spec = MakeSpec(code_rng, i);
+    // Python functions sit in call paths: a caller among the functions before them.
+    if (spec.kind == FunctionKind::kPython && i > 16 && code_rng() % 2 == 0) {
+      spec.parent = static_cast<int32_t>(code_rng() % static_cast<uint64_t>(i));
+    }
+    if (shape.functions > 16) MakeSpecial(i, &spec);
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
+// Per-iteration time of one function on one rank: its share of the class budget, faults applied.
+double MeanPerCall(const Spec& s, const RankTimes& t, const std::array<double, 3>& class_sum,
+                   double comm_wait_ratio) {
+  const double calls = s.calls_per_iter;
+  const double weight = s.mean_ns * calls;
+  switch (s.kind) {
+    case FunctionKind::kDataLoader:
+      return t.dataloader / calls;
+    case FunctionKind::kGc:
+      return t.gc / calls;
+    case FunctionKind::kSync:
+      return t.sync / calls;
+    case FunctionKind::kMemcpy:
+      return t.memcpy / calls;
+    case FunctionKind::kPython:
+      return t.python * weight / class_sum[0] / calls;
+    case FunctionKind::kKernel:
+      if (s.comm) return s.mean_ns * comm_wait_ratio;
+      return t.compute * weight / class_sum[1] / calls;
+    case FunctionKind::kCudaApi:
+      return t.api * weight / class_sum[2] / calls;
+    default:
+      return s.mean_ns;
+  }
+}
+
+std::array<double, 3> ClassSums(const std::vector<Spec>& specs) {
+  std::array<double, 3> sum = {1, 1, 1};
+  for (const Spec& s : specs) {
+    const double w = s.mean_ns * s.calls_per_iter;
+    if (s.kind == FunctionKind::kPython) sum[0] += w;
+    if (s.kind == FunctionKind::kKernel && !s.comm) sum[1] += w;
+    if (s.kind == FunctionKind::kCudaApi) sum[2] += w;
+  }
+  return sum;
+}
+
+format::FunctionPattern MakePattern(const JobShape& shape, const Spec& spec, double mean,
+                                    std::mt19937_64& rng) {
+  format::FunctionPattern p;
+  p.kind = spec.kind;
+  p.name = spec.name;
+  p.parent = spec.parent;
+  std::normal_distribution<double> noise(1.0, shape.jitter);
+  for (int it = 0; it < shape.iterations; ++it) {
+    uint64_t iter_total = 0;
+    for (int c = 0; c < spec.calls_per_iter; ++c) {
+      const auto d = static_cast<uint64_t>(std::max(1.0, mean * noise(rng)));
+      p.duration.Add(d);
+      p.min_ns = p.count == 0 ? d : std::min(p.min_ns, d);
+      p.max_ns = std::max(p.max_ns, d);
+      p.total_ns += d;
+      ++p.count;
+      iter_total += d;
+    }
+    p.per_iteration.Add(iter_total);
+  }
+  p.self_ns = spec.kind == FunctionKind::kPython ? p.total_ns / 2 : p.total_ns;
+  if (spec.kind == FunctionKind::kKernel || spec.kind == FunctionKind::kMemcpy) {
+    p.device_samples = std::max<uint64_t>(1, p.count / 8);
+    p.device_ns = p.total_ns * p.device_samples / p.count;
+    p.device = p.duration;
+  }
+  if (spec.kind == FunctionKind::kSync) p.wait_ns = p.total_ns * 9 / 10;
+  return p;
+}
 
 }  // namespace
 
-format::Window MakeWindow(const JobShape& shape, int rank, int world_size, uint64_t window_seq) {
-  // Function identities depend only on the job seed: every rank runs the same code.
-  std::mt19937_64 code_rng(shape.seed);
-  std::mt19937_64 rng(shape.seed * 1000003 + static_cast<uint64_t>(rank) * 7919 + window_seq);
-  const bool slow = rank == shape.slow_rank;
-  const double compute = slow ? shape.slow_factor : 1.0;
+format::Window MakeWindow(const JobShape& job, int rank, int world_size, uint64_t window_seq) {
+  const JobShape shape = Normalized(job);
+  std::mt19937_64 rng(shape.seed * 1000003 + static_cast<uint64_t>(rank) * 7919 + window_seq +
+                      shape.run_seed * 0x9e3779b97f4a7c15ull);
+  const std::vector<RankTimes> all = AllTimes(shape, world_size, window_seq);
+  const RankTimes& mine = all[static_cast<size_t>(rank)];
 
   format::Window w;
   w.window_seq = window_seq;
   w.iter_begin = window_seq * static_cast<uint64_t>(shape.iterations);
   w.iter_end = w.iter_begin + static_cast<uint64_t>(shape.iterations);
-  w.functions.reserve(static_cast<size_t>(shape.functions));
-  for (int i = 0; i < shape.functions; ++i) {
-    const Spec spec = MakeSpec(code_rng, i);
-    format::FunctionPattern p;
-    p.kind = spec.kind;
-    p.name = spec.name;
-    // Python functions sit in call paths: a caller among the functions before them.
-    if (spec.kind == FunctionKind::kPython && i > 16 && code_rng() % 2 == 0) {
-      p.parent = static_cast<int32_t>(code_rng() % static_cast<uint64_t>(i));
-    }
-    const double scale = spec.kind == FunctionKind::kKernel ? compute : 1.0;
-    for (int it = 0; it < shape.iterations; ++it) {
-      uint64_t iter_total = 0;
-      for (int c = 0; c < spec.calls_per_iter; ++c) {
-        const auto d = static_cast<uint64_t>(std::max(1.0, spec.mean_ns * scale * Noise(rng)));
-        p.duration.Add(d);
-        p.min_ns = p.count == 0 ? d : std::min(p.min_ns, d);
-        p.max_ns = std::max(p.max_ns, d);
-        p.total_ns += d;
-        ++p.count;
-        iter_total += d;
-      }
-      p.per_iteration.Add(iter_total);
-    }
-    p.self_ns = spec.kind == FunctionKind::kPython ? p.total_ns / 2 : p.total_ns;
-    if (spec.kind == FunctionKind::kKernel) {
-      p.device_samples = p.count / 8;
-      p.device_ns = p.total_ns / 8;
-      p.device = p.duration;
-    }
-    w.functions.push_back(std::move(p));
+  std::vector<double> iteration_ns;
+  for (int it = 0; it < shape.iterations; ++it) {
+    iteration_ns.push_back(IterationAt(shape, all, window_seq, it));
+  }
+  const CollectiveResult comm = MakeCollectives(shape, all, rank, window_seq, iteration_ns, rng);
+  w.collectives = comm.patterns;
+
+  const std::vector<Spec> specs = MakeSpecs(shape);
+  const std::array<double, 3> class_sum = ClassSums(specs);
+  w.functions.reserve(specs.size());
+  for (const Spec& spec : specs) {
+    const double mean = MeanPerCall(spec, mine, class_sum, comm.wait_ratio);
+    w.functions.push_back(MakePattern(shape, spec, mean, rng));
   }
 
-  const uint64_t dp_comm = 0x5eed0000 + shape.seed;
-  for (int i = 0; i < shape.collectives; ++i) {
-    format::CollectivePattern c;
-    c.comm_id = dp_comm + static_cast<uint64_t>(i % 3);
-    c.comm_size = static_cast<uint32_t>(world_size);
-    c.comm_rank = static_cast<uint32_t>(rank);
-    c.op = i % 3 == 0 ? CollectiveOp::kAllReduce
-                      : (i % 3 == 1 ? CollectiveOp::kAllGather : CollectiveOp::kReduceScatter);
-    c.name = std::string("nccl") + (i % 3 == 0 ? "AllReduce" : i % 3 == 1 ? "AllGather" : "ReduceScatter");
-    c.bytes = uint64_t{1} << (16 + i % 10);
-    const double base = 20'000.0 + static_cast<double>(c.bytes) / 50.0;
-    // Peers of a slow rank arrive early and wait; the slow rank arrives last and waits least.
-    const double wait = shape.slow_rank >= 0 && !slow ? base * (shape.slow_factor - 1.0) * 4 : 0;
-    const double offset = (0.3 + 0.6 * i / std::max(1, shape.collectives)) *
-                          static_cast<double>(shape.iteration_ns) * (slow ? compute : 1.0);
-    for (int it = 0; it < shape.iterations; ++it) {
-      const auto d = static_cast<uint64_t>((base + wait) * Noise(rng));
-      c.device.Add(d);
-      c.launch_offset.Add(static_cast<uint64_t>(offset * Noise(rng)));
-      c.device_ns += d;
-      ++c.device_samples;
-      ++c.count;
-      c.host_ns += 3000;
-    }
-    c.first_seq = window_seq * static_cast<uint64_t>(shape.iterations);
-    c.last_seq_launched = c.first_seq + static_cast<uint64_t>(shape.iterations) - 1;
-    c.last_seq_completed = c.last_seq_launched;
-    w.collectives.push_back(std::move(c));
-  }
-
+  std::normal_distribution<double> clock_noise(1.0, 0.002);
   w.iterations.first = w.iter_begin;
   for (int it = 0; it < shape.iterations; ++it) {
-    const auto d = static_cast<uint64_t>(static_cast<double>(shape.iteration_ns) *
-                                         (shape.slow_rank >= 0 ? shape.slow_factor : 1.0) * Noise(rng));
+    const auto d = static_cast<uint64_t>(iteration_ns[static_cast<size_t>(it)] * clock_noise(rng));
     w.iterations.duration.Add(d);
     w.iterations.min_ns = it == 0 ? d : std::min(w.iterations.min_ns, d);
     w.iterations.max_ns = std::max(w.iterations.max_ns, d);

@@ -1,0 +1,121 @@
+#include "analyzer/align.h"
+
+#include <algorithm>
+
+namespace perftracker::analyzer {
+namespace {
+
+void AddFunctions(const format::Window& w, const std::vector<uint32_t>& index, Slot* slot) {
+  for (size_t i = 0; i < w.functions.size(); ++i) {
+    const format::FunctionPattern& p = w.functions[i];
+    const uint32_t k = index[i];
+    if (slot->functions.size() <= k) slot->functions.resize(k + 1);
+    FunctionSum& s = slot->functions[k];
+    s.self_ns += static_cast<float>(p.self_ns);
+    s.wait_ns += static_cast<float>(p.wait_ns);
+    // Device time is measured on a sample of launches: scale it to all of them.
+    const double device = p.device_samples > 0
+                              ? static_cast<double>(p.device_ns) * static_cast<double>(p.count) /
+                                    static_cast<double>(p.device_samples)
+                              : static_cast<double>(p.self_ns);
+    s.device_est_ns += static_cast<float>(device);
+    s.count += static_cast<float>(p.count);
+  }
+}
+
+void AddCollectives(const format::Window& w, const std::vector<uint32_t>& index, Slot* slot) {
+  for (size_t i = 0; i < w.collectives.size(); ++i) {
+    const format::CollectivePattern& c = w.collectives[i];
+    const uint32_t k = index[i];
+    if (slot->collectives.size() <= k) slot->collectives.resize(k + 1);
+    CollectiveSum& s = slot->collectives[k];
+    const auto calls = static_cast<float>(c.count);
+    s.device_ns += static_cast<float>(c.device_ns);
+    s.device_samples += static_cast<float>(c.device_samples);
+    s.count += calls;
+    if (!c.launch_offset.empty()) {
+      const auto weight = static_cast<float>(c.launch_offset.Count());
+      s.offset_weighted += static_cast<float>(c.launch_offset.Quantile(0.5)) * weight;
+      s.offset_weight += weight;
+    }
+    if (!c.device.empty()) {
+      s.device_median_weighted += static_cast<float>(c.device.Quantile(0.5)) * calls;
+    }
+  }
+}
+
+// Re-keys a rank's slots at a wider shift, merging slots that now share a key.
+void Rekey(RankData* rank, int shift) {
+  std::vector<Slot> merged;
+  for (Slot& s : rank->slots) {
+    const uint64_t key = s.iter_begin >> shift;
+    if (!merged.empty() && merged.back().key == key) {
+      merged.back().Merge(s);
+    } else {
+      s.key = key;
+      merged.push_back(std::move(s));
+    }
+  }
+  rank->slots = std::move(merged);
+  rank->shift = shift;
+}
+
+Slot* SlotFor(RankData* rank, uint64_t iter_begin) {
+  const uint64_t key = iter_begin >> rank->shift;
+  auto it = std::lower_bound(rank->slots.begin(), rank->slots.end(), key,
+                             [](const Slot& s, uint64_t k) { return s.key < k; });
+  if (it == rank->slots.end() || it->key != key) {
+    Slot fresh;
+    fresh.key = key;
+    fresh.iter_begin = iter_begin;
+    fresh.iter_end = iter_begin;
+    it = rank->slots.insert(it, std::move(fresh));
+  }
+  return &*it;
+}
+
+}  // namespace
+
+void FoldWindow(const format::Window& w, Catalog* catalog, RankData* rank,
+                std::vector<uint32_t>* fn_index, std::vector<uint32_t>* coll_index) {
+  catalog->InternFunctions(w.functions, fn_index);
+  catalog->InternCollectives(w.collectives, coll_index);
+  Slot* slot = SlotFor(rank, w.iter_begin);
+  slot->iter_begin = std::min(slot->iter_begin, w.iter_begin);
+  slot->iter_end = std::max(slot->iter_end, std::max(w.iter_end, w.iter_begin));
+  ++slot->windows;
+  // A window without iteration marks still covers iter_end - iter_begin iterations.
+  const uint64_t covered = w.iter_end > w.iter_begin ? w.iter_end - w.iter_begin : 1;
+  slot->iterations += static_cast<double>(w.iterations.count > 0 ? w.iterations.count : covered);
+  slot->iteration_ns += static_cast<double>(
+      w.iterations.count > 0 ? w.iterations.total_ns
+                             : w.end_mono_ns - std::min(w.end_mono_ns, w.start_mono_ns));
+  AddFunctions(w, *fn_index, slot);
+  AddCollectives(w, *coll_index, slot);
+  rank->iteration_hist.Merge(w.iterations.duration);
+  ++rank->windows;
+  while (rank->slots.size() > kMaxSlots) Rekey(rank, rank->shift + 1);
+}
+
+void Align(Dataset* dataset) {
+  int shift = 0;
+  for (const RankData& r : dataset->ranks) shift = std::max(shift, r.shift);
+  std::vector<uint64_t> keys;
+  for (RankData& r : dataset->ranks) {
+    if (r.shift != shift) Rekey(&r, shift);
+    for (const Slot& s : r.slots) keys.push_back(s.key);
+  }
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  // Ranks that ran much longer than the rest still fit the bound: merge the oldest keys.
+  while (keys.size() > 4 * kMaxSlots) {
+    ++shift;
+    for (RankData& r : dataset->ranks) Rekey(&r, shift);
+    for (uint64_t& k : keys) k >>= 1;
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  }
+  dataset->shift = shift;
+  dataset->slot_keys = std::move(keys);
+}
+
+}  // namespace perftracker::analyzer

@@ -1,0 +1,299 @@
+#include "analyzer/detect.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "analyzer/stats.h"
+
+namespace perftracker::analyzer {
+namespace {
+
+using format::FunctionKind;
+
+double PerIteration(const Slot& s, double ns) { return s.iterations > 0 ? ns / s.iterations : 0; }
+
+// The time a function costs per iteration, by what its kind spends.
+double FunctionNs(const FunctionInfo& info, const FunctionSum& sum) {
+  switch (info.kind) {
+    case FunctionKind::kKernel:
+    case FunctionKind::kMemcpy:
+    case FunctionKind::kMemset:
+      return sum.device_est_ns;
+    case FunctionKind::kCudaApi:
+      return std::max(0.0f, sum.self_ns - sum.wait_ns);  // waiting is someone else's time
+    default:
+      return sum.self_ns;
+  }
+}
+
+Aggregate AggregateOf(const FunctionInfo& info) {
+  if (info.comm) return Aggregate::kNone;
+  switch (info.kind) {
+    case FunctionKind::kKernel:
+      return Aggregate::kKernels;
+    case FunctionKind::kPython:
+      return Aggregate::kPython;
+    case FunctionKind::kCudaApi:
+      return Aggregate::kCudaApi;
+    case FunctionKind::kMemcpy:
+    case FunctionKind::kMemset:
+      return Aggregate::kMemcpy;
+    default:
+      return Aggregate::kNone;
+  }
+}
+
+std::array<double, 6> Aggregates(const Dataset& ds, const Slot& s) {
+  std::array<double, 6> a{};
+  const auto& fns = ds.catalog.functions();
+  for (size_t i = 0; i < s.functions.size(); ++i) {
+    const Aggregate g = AggregateOf(fns[i]);
+    if (g != Aggregate::kNone) a[static_cast<size_t>(g)] += FunctionNs(fns[i], s.functions[i]);
+  }
+  const auto& colls = ds.catalog.collectives();
+  for (size_t i = 0; i < s.collectives.size(); ++i) {
+    const CollectiveSum& c = s.collectives[i];
+    if (colls[i].peer >= 0 || c.device_samples <= 0) continue;
+    a[static_cast<size_t>(Aggregate::kCollectives)] += c.device_ns * c.count / c.device_samples;
+  }
+  for (double& v : a) v = PerIteration(s, v);
+  return a;
+}
+
+// Accumulates one rank's numbers for one metric over the slots of a group.
+struct Tally {
+  int present = 0, flagged = 0;
+  double value = 0, median = 0, z = 0, excess = 0, iteration = 0;  // over flagged slots
+  double excess_all = 0;                                           // over all slots
+};
+
+// Values of one metric for the members of a group in one slot; false when too few peers.
+bool SlotValues(const Frame& f, const PeerGroup& g, size_t k, int32_t fn, Aggregate agg,
+                std::vector<std::pair<size_t, double>>* out) {
+  out->clear();
+  for (size_t i = 0; i < g.members.size(); ++i) {
+    if (SlotAt(f, g.members[i], k)) out->push_back({i, MetricValue(f, g.members[i], k, fn, agg)});
+  }
+  return out->size() >= 3;
+}
+
+double GroupIteration(const Frame& f, const PeerGroup& g, size_t k) {
+  std::vector<double> t;
+  for (const size_t m : g.members) {
+    if (const Slot* s = SlotAt(f, m, k)) t.push_back(s->MeanIterationNs());
+  }
+  return Median(t);
+}
+
+void TallySlot(const Frame& f, const std::vector<std::pair<size_t, double>>& vals, double iter,
+               std::vector<Tally>* tallies) {
+  std::vector<double> v;
+  for (const auto& [i, x] : vals) v.push_back(x);
+  const double med = MedianOf(v);
+  const double sigma =
+      std::max({RobustSigma(v, med), f.th.relative_floor * med, f.th.absolute_floor * iter, 1.0});
+  for (const auto& [i, x] : vals) {
+    Tally& t = (*tallies)[i];
+    const double excess = x - med;
+    const double z = excess / sigma;
+    ++t.present;
+    t.excess_all += excess;
+    if (z > f.th.z && excess > f.th.min_excess_share * iter) {
+      ++t.flagged;
+      t.value += x, t.median += med, t.z += z, t.excess += excess, t.iteration += iter;
+    }
+  }
+}
+
+Finding FromTally(const Tally& t, const Frame& f, size_t member_rank_index) {
+  Finding out;
+  const double n = t.flagged;
+  out.ranks = {f.ds->ranks[member_rank_index].rank()};
+  out.value_ns = t.value / n;
+  out.peer_median_ns = t.median / n;
+  out.deviation = t.z / n;
+  out.excess_ns = t.excess / n;
+  out.iteration_ns = t.iteration / n;
+  out.windows_seen = t.flagged;
+  out.windows_total = t.present;
+  return out;
+}
+
+// The functions of an aggregate's kind that add most to a rank's excess.
+Json TopContributors(const Frame& f, const std::vector<std::vector<double>>& excess, size_t member,
+                     Aggregate agg) {
+  const auto& fns = f.ds->catalog.functions();
+  std::vector<std::pair<double, size_t>> ranked;
+  for (size_t fn = 0; fn < fns.size(); ++fn) {
+    if (AggregateOf(fns[fn]) == agg && excess[member][fn] > 0) {
+      ranked.push_back({excess[member][fn], fn});
+    }
+  }
+  std::sort(ranked.begin(), ranked.end(), [&](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : fns[a.second].id < fns[b.second].id;
+  });
+  Json top = Json::array();
+  for (size_t i = 0; i < std::min<size_t>(3, ranked.size()); ++i) {
+    top.push_back(
+        {{"function", fns[ranked[i].second].name}, {"excess_s_per_iter", ranked[i].first * 1e-9}});
+  }
+  return top;
+}
+
+// One metric over one group: findings for the ranks where it persists.
+// Returns the group member index of every finding added.
+std::vector<size_t> DetectMetric(const Frame& f, int gi, int32_t fn, Aggregate agg,
+                                 std::vector<std::vector<double>>* excess_by_fn,
+                                 std::vector<Finding>* out) {
+  std::vector<size_t> found;
+  const PeerGroup& g = (*f.groups)[static_cast<size_t>(gi)];
+  std::vector<Tally> tallies(g.members.size());
+  std::vector<std::pair<size_t, double>> vals;
+  for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {
+    if (!SlotValues(f, g, k, fn, agg, &vals)) continue;
+    TallySlot(f, vals, GroupIteration(f, g, k), &tallies);
+  }
+  for (size_t i = 0; i < g.members.size(); ++i) {
+    const Tally& t = tallies[i];
+    if (fn >= 0 && t.present > 0) {
+      (*excess_by_fn)[i][static_cast<size_t>(fn)] = t.excess_all / t.present;
+    }
+    if (t.flagged == 0 || t.flagged < NeededWindows(t.present)) continue;
+    Finding finding = FromTally(t, f, g.members[i]);
+    finding.group = gi;
+    finding.function = fn;
+    finding.aggregate = agg;
+    out->push_back(std::move(finding));
+    found.push_back(i);
+  }
+  return found;
+}
+
+bool Blocking(FunctionKind k) {
+  return k == FunctionKind::kDataLoader || k == FunctionKind::kGc || k == FunctionKind::kSync;
+}
+
+}  // namespace
+
+std::string_view AggregateName(Aggregate a) {
+  switch (a) {
+    case Aggregate::kKernels:
+      return "all compute kernels";
+    case Aggregate::kPython:
+      return "all Python functions";
+    case Aggregate::kCudaApi:
+      return "all CUDA API calls";
+    case Aggregate::kMemcpy:
+      return "all host<->device copies";
+    case Aggregate::kCollectives:
+      return "all collectives";
+    case Aggregate::kNone:
+      break;
+  }
+  return "";
+}
+
+int NeededWindows(int present) { return std::min(3, std::max(1, (present + 1) / 2)); }
+
+const Slot* SlotAt(const Frame& f, size_t rank_index, size_t slot_index) {
+  return f.slots[rank_index][slot_index];
+}
+
+double MetricValue(const Frame& f, size_t r, size_t k, int32_t fn, Aggregate agg) {
+  if (agg != Aggregate::kNone) return f.aggregates[r][k][static_cast<size_t>(agg)];
+  const Slot* s = SlotAt(f, r, k);
+  if (!s || fn < 0 || static_cast<size_t>(fn) >= s->functions.size()) return 0;
+  const auto i = static_cast<size_t>(fn);
+  return PerIteration(*s, FunctionNs(f.ds->catalog.functions()[i], s->functions[i]));
+}
+
+Frame MakeFrame(const Dataset& ds, const std::vector<PeerGroup>& groups, const Thresholds& th) {
+  Frame f{&ds, &groups, th, {}, {}};
+  for (const RankData& r : ds.ranks) {
+    std::vector<const Slot*> slots;
+    std::vector<std::array<double, 6>> aggs;
+    for (const uint64_t key : ds.slot_keys) {
+      const Slot* s = r.FindSlot(key);
+      slots.push_back(s);
+      aggs.push_back(s ? Aggregates(ds, *s) : std::array<double, 6>{});
+    }
+    f.slots.push_back(std::move(slots));
+    f.aggregates.push_back(std::move(aggs));
+  }
+  return f;
+}
+
+std::vector<Finding> DetectDifferential(const Frame& f) {
+  std::vector<Finding> out;
+  const auto& fns = f.ds->catalog.functions();
+  for (size_t gi = 0; gi < f.groups->size(); ++gi) {
+    const PeerGroup& g = (*f.groups)[gi];
+    if (g.members.size() < 3) continue;
+    std::vector<std::vector<double>> excess(g.members.size(), std::vector<double>(fns.size()));
+    for (size_t fn = 0; fn < fns.size(); ++fn) {
+      // Communication time is where victims wait: arrival order judges it (culprit.cpp).
+      if (fns[fn].comm || fns[fn].kind == FunctionKind::kCollective) continue;
+      DetectMetric(f, static_cast<int>(gi), static_cast<int32_t>(fn), Aggregate::kNone, &excess,
+                   &out);
+    }
+    for (const Aggregate agg :
+         {Aggregate::kKernels, Aggregate::kPython, Aggregate::kCudaApi, Aggregate::kMemcpy}) {
+      const size_t before = out.size();
+      const auto members = DetectMetric(f, static_cast<int>(gi), -1, agg, &excess, &out);
+      for (size_t i = 0; i < members.size(); ++i) {
+        out[before + i].extra["top_functions"] = TopContributors(f, excess, members[i], agg);
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<Finding> DetectExpectedRange(const Frame& f) {
+  std::vector<Finding> out;
+  const auto& fns = f.ds->catalog.functions();
+  std::vector<std::pair<size_t, double>> vals;
+  for (size_t gi = 0; gi < f.groups->size(); ++gi) {
+    const PeerGroup& g = (*f.groups)[gi];
+    for (size_t fn = 0; fn < fns.size(); ++fn) {
+      const FunctionKind kind = fns[fn].kind;
+      if (!Blocking(kind) && kind != FunctionKind::kMemcpy) continue;
+      const double bound = Blocking(kind) ? f.th.blocking_expected : f.th.memcpy_expected;
+      Finding x;
+      int present = 0;
+      for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {
+        vals.clear();
+        for (const size_t m : g.members) {
+          if (SlotAt(f, m, k))
+            vals.push_back({m, MetricValue(f, m, k, static_cast<int32_t>(fn), Aggregate::kNone)});
+        }
+        if (vals.empty()) continue;
+        ++present;
+        std::vector<double> v;
+        for (const auto& [m, value] : vals) v.push_back(value);
+        const double med = MedianOf(v), iter = GroupIteration(f, g, k);
+        if (iter <= 0 || med / iter <= bound) continue;
+        ++x.windows_seen;
+        x.value_ns += med, x.iteration_ns += iter, x.peer_median_ns += bound * iter;
+        for (const auto& [m, value] : vals) {
+          if (value / iter > bound) x.ranks.push_back(f.ds->ranks[m].rank());
+        }
+      }
+      if (x.windows_seen == 0 || x.windows_seen < NeededWindows(present)) continue;
+      const double n = x.windows_seen;
+      x.source = Source::kExpectedRange;
+      x.group = static_cast<int>(gi);
+      x.function = static_cast<int32_t>(fn);
+      x.value_ns /= n, x.iteration_ns /= n, x.peer_median_ns /= n;
+      x.deviation = (x.value_ns - x.peer_median_ns) / x.iteration_ns;
+      x.excess_ns = x.value_ns - x.peer_median_ns;
+      x.windows_total = present;
+      std::sort(x.ranks.begin(), x.ranks.end());
+      x.ranks.erase(std::unique(x.ranks.begin(), x.ranks.end()), x.ranks.end());
+      x.extra["expected_max_share"] = bound;
+      out.push_back(std::move(x));
+    }
+  }
+  return out;
+}
+
+}  // namespace perftracker::analyzer

@@ -1,0 +1,90 @@
+// Stage 4: detection. Each detector turns aligned slots into findings: numbers that say "this
+// metric on these ranks is not what it should be". Ranking (rank.h) turns findings into
+// candidates.
+//
+//  differential   per (peer group, metric, slot): a rank's excess over the peer median, in units
+//                 of max(1.4826 MAD, 2% of the median, 0.2% of the iteration); flagged at z > 5
+//                 and an excess of at least 0.5% of the iteration, reported when it persists.
+//  expected range per group: the median rank's share of the iteration of functions that block
+//                 the host (data loader, GC, host syncs: <= 1%; copies: <= 5%), for problems
+//                 every rank shares, which comparing ranks cannot see.
+//  temporal       per group: the median rank's value in the latest slots against the earliest.
+//  arrival        per group (C4): each rank's launch offset at every collective against the
+//                 peers'; the rank that arrives late is the one the others wait for.
+//  links          over point-to-point transfers: per-byte time of every (rank, rank) cell; a
+//                 cell slow at both ends is a slow link, cells sharing one node a slow node.
+//
+// Thresholds follow ../shared/research/perftracker.md §12.5/§12.6/§12.8.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "analyzer/json_window.h"
+#include "analyzer/model.h"
+#include "analyzer/peers.h"
+
+namespace perftracker::analyzer {
+
+struct Thresholds {
+  double z = 5.0;                   // k in median + k MAD
+  double min_excess_share = 0.005;  // of the iteration, for a slot to count
+  double relative_floor = 0.02;     // sigma floor as a share of the peer median
+  double absolute_floor = 0.002;    // sigma floor as a share of the iteration
+  double blocking_expected = 0.01;  // data loader, GC, syncs: expected share of the iteration
+  double memcpy_expected = 0.05;
+  double min_score = 0.01;  // candidates below are not reported (the paper's beta gate)
+};
+
+// Sums over all functions of a kind: a fault that slows every kernel (or every Python function)
+// a little is invisible per function and obvious in the sum.
+enum class Aggregate : uint8_t { kNone, kKernels, kPython, kCudaApi, kMemcpy, kCollectives };
+
+enum class Source : uint8_t { kDifferential, kExpectedRange, kTemporal, kArrival, kLink, kHang };
+
+struct Finding {
+  Source source = Source::kDifferential;
+  int group = -1;
+  int32_t function = -1;  // catalog index
+  Aggregate aggregate = Aggregate::kNone;
+  std::vector<int> ranks;
+  std::string label;  // display name when not a function (links, arrival, hangs)
+  double value_ns = 0;
+  double peer_median_ns = 0;
+  double deviation = 0;  // z for differential/arrival/link; share above range or growth otherwise
+  double excess_ns = 0;  // time lost per iteration
+  double iteration_ns = 0;
+  int windows_seen = 0;
+  int windows_total = 0;
+  Json extra = Json::object();
+};
+
+// Per-slot view shared by the detectors.
+struct Frame {
+  const Dataset* ds;
+  const std::vector<PeerGroup>* groups;
+  Thresholds th;
+  std::vector<std::vector<const Slot*>> slots;  // [rank index][slot index], null when absent
+  // aggregates[rank index][slot index][Aggregate]: per-iteration ns.
+  std::vector<std::vector<std::array<double, 6>>> aggregates;
+};
+
+Frame MakeFrame(const Dataset& ds, const std::vector<PeerGroup>& groups, const Thresholds& th);
+
+// Per-iteration value of a metric in a slot.
+double MetricValue(const Frame& f, size_t rank_index, size_t slot_index, int32_t function,
+                   Aggregate aggregate);
+const Slot* SlotAt(const Frame& f, size_t rank_index, size_t slot_index);
+std::string_view AggregateName(Aggregate a);
+
+// Windows a finding must be seen in, out of `present`.
+int NeededWindows(int present);
+
+std::vector<Finding> DetectDifferential(const Frame& f);
+std::vector<Finding> DetectExpectedRange(const Frame& f);
+std::vector<Finding> DetectTemporal(const Frame& f);
+std::vector<Finding> DetectArrival(const Frame& f);  // culprit.cpp
+std::vector<Finding> DetectLinks(const Frame& f);    // culprit.cpp
+
+}  // namespace perftracker::analyzer

@@ -1,0 +1,220 @@
+#include "analyzer/ingest.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "analyzer/align.h"
+
+namespace perftracker::analyzer {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> Discover(const std::string& root, std::string* error) {
+  std::error_code ec;
+  std::vector<std::string> files;
+  if (fs::is_regular_file(root, ec)) return {root};
+  if (!fs::is_directory(root, ec)) {
+    *error = root + ": no such file or directory";
+    return {};
+  }
+  const auto options = fs::directory_options::skip_permission_denied |
+                       fs::directory_options::follow_directory_symlink;
+  fs::recursive_directory_iterator it(root, options, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    std::error_code file_ec;
+    if (it->path().extension() == ".ptr" && it->is_regular_file(file_ec)) {
+      files.push_back(it->path().string());
+    }
+  }
+  if (ec && files.empty()) *error = root + ": " + ec.message();
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+bool OpenOk(format::ReadStatus status, const std::string& message, Diagnostics* diags) {
+  switch (status) {
+    case format::ReadStatus::kOk:
+      return true;
+    case format::ReadStatus::kIoError:
+      diags->Add(Diagnostic::kUnreadable, 1, message);
+      break;
+    case format::ReadStatus::kNotRingFile:
+      diags->Add(Diagnostic::kNotRingFile, 1, message);
+      break;
+    case format::ReadStatus::kCorruptHeader:
+      diags->Add(Diagnostic::kCorruptHeader, 1, message);
+      break;
+    case format::ReadStatus::kUnsupportedVersion:
+      diags->Add(Diagnostic::kUnsupportedVersion, 1, message);
+      break;
+  }
+  return false;
+}
+
+void CountDamage(const RankData& r, uint64_t undecodable, Diagnostics* diags) {
+  const format::RingStats& s = r.stats;
+  if (s.truncated) diags->Add(Diagnostic::kTruncatedTail, 1, r.path);
+  diags->Add(Diagnostic::kCrcMismatch, s.records_corrupt, r.path);
+  diags->Add(Diagnostic::kUndecodableRecord, undecodable, r.path);
+  diags->Add(Diagnostic::kSeqGap, s.seq_gaps, r.path);
+  diags->Add(Diagnostic::kDuplicateRecord, s.duplicates, r.path);
+  if (!r.live) diags->Add(Diagnostic::kLiveMissing, 1, r.path);
+  if (r.windows == 0) diags->Add(Diagnostic::kNoWindows, 1, r.path);
+}
+
+std::optional<RankData> ReadRankFile(const std::string& path, Dataset* ds) {
+  format::RingReader reader;
+  std::string message;
+  if (!OpenOk(reader.OpenFile(path, &message), message, &ds->diagnostics)) return std::nullopt;
+  RankData r;
+  r.path = path;
+  r.identity = reader.contents().identity;
+  r.format_version = reader.contents().format_version;
+  r.live = reader.contents().live;
+  format::Window window;
+  std::vector<uint32_t> fn_index, coll_index;
+  uint64_t undecodable = 0;
+  reader.ForEachRecord([&](uint64_t, std::span<const uint8_t> bytes) {
+    if (!format::DecodeWindow(bytes, &window)) {
+      ++undecodable;
+      return true;
+    }
+    FoldWindow(window, &ds->catalog, &r, &fn_index, &coll_index);
+    r.health.dropped_events += window.health.dropped_events;
+    r.health.dropped_functions += window.health.dropped_functions;
+    r.health.dropped_windows = std::max(r.health.dropped_windows, window.health.dropped_windows);
+    return true;
+  });
+  r.stats = reader.contents().stats;
+  CountDamage(r, undecodable, &ds->diagnostics);
+  return r;
+}
+
+// Reads `files` on `threads` workers; the calling thread reports progress.
+std::vector<RankData> ReadAll(const std::vector<std::string>& files, const IngestOptions& options,
+                              Dataset* ds) {
+  std::vector<std::optional<RankData>> results(files.size());
+  std::atomic<size_t> next{0}, done{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < files.size();) {
+      results[i] = ReadRankFile(files[i], ds);
+      done.fetch_add(1);
+      cv.notify_one();
+    }
+  };
+  // A reader holds its whole file (up to the ring size) while it decodes: cap the readers so
+  // memory stays bounded on machines with many cores.
+  constexpr unsigned kMaxReaders = 16;
+  const unsigned cores = std::clamp(std::thread::hardware_concurrency(), 1u, kMaxReaders);
+  const size_t n = std::min<size_t>(files.size(), options.threads > 0 ? options.threads : cores);
+  std::vector<std::thread> workers;
+  for (size_t i = 0; i < n; ++i) workers.emplace_back(work);
+  const auto start = std::chrono::steady_clock::now();
+  bool printed = false;
+  for (std::unique_lock lock(mu); done.load() < files.size();) {
+    cv.wait_for(lock, std::chrono::milliseconds(250));
+    if (options.progress && std::chrono::steady_clock::now() - start > std::chrono::seconds(1)) {
+      *options.progress << "\rperftracker: read " << done.load() << "/" << files.size()
+                        << " ring files" << std::flush;
+      printed = true;
+    }
+  }
+  for (std::thread& t : workers) t.join();
+  if (printed) *options.progress << "\n";
+  std::vector<RankData> out;
+  for (auto& r : results) {
+    if (r) out.push_back(std::move(*r));
+  }
+  return out;
+}
+
+// The job most files belong to; files of other jobs are reported and set aside.
+std::string MainJob(const std::vector<RankData>& all) {
+  std::map<std::string, int> files;
+  for (const RankData& r : all) ++files[r.identity.job_id];
+  std::string best;
+  int most = -1;
+  for (const auto& [job, n] : files) {
+    if (n > most) best = job, most = n;
+  }
+  return best;
+}
+
+// One file per rank: the newest start wins (a restarted rank leaves rank-N.prev.ptr behind).
+void PickPerRank(std::vector<RankData> all, Dataset* ds) {
+  ds->job_id = MainJob(all);
+  std::sort(all.begin(), all.end(), [](const RankData& a, const RankData& b) {
+    if (a.rank() != b.rank()) return a.rank() < b.rank();
+    if (a.identity.start_real_ns != b.identity.start_real_ns) {
+      return a.identity.start_real_ns > b.identity.start_real_ns;
+    }
+    return a.windows > b.windows;
+  });
+  for (RankData& r : all) {
+    if (r.identity.job_id != ds->job_id) {
+      ds->diagnostics.Add(Diagnostic::kOtherJob, 1, r.path + " (job " + r.identity.job_id + ")");
+    } else if (r.rank() < 0) {
+      ds->diagnostics.Add(Diagnostic::kCorruptHeader, 1, r.path + " (negative rank)");
+    } else if (!ds->ranks.empty() && ds->ranks.back().rank() == r.rank()) {
+      const RankData& kept = ds->ranks.back();
+      const bool restart = kept.identity.pid != r.identity.pid ||
+                           kept.identity.start_real_ns != r.identity.start_real_ns;
+      ds->diagnostics.Add(restart ? Diagnostic::kRestartedRank : Diagnostic::kDuplicateRank, 1,
+                          r.path + " (kept " + kept.path + ")");
+    } else {
+      ds->ranks.push_back(std::move(r));
+    }
+  }
+}
+
+void CountRanks(Dataset* ds) {
+  std::set<int> sizes;
+  std::set<int> present;
+  for (const RankData& r : ds->ranks) {
+    sizes.insert(r.identity.world_size);
+    present.insert(r.rank());
+    ds->diagnostics.Add(Diagnostic::kDroppedEvents, r.health.dropped_events);
+    ds->diagnostics.Add(Diagnostic::kDroppedFunctions, r.health.dropped_functions);
+    ds->diagnostics.Add(Diagnostic::kDroppedWindows, r.health.dropped_windows);
+  }
+  if (sizes.size() > 1) ds->diagnostics.Add(Diagnostic::kWorldSizeMismatch, sizes.size() - 1);
+  ds->expected = sizes.empty() ? 0 : std::max(*sizes.rbegin(), *present.rbegin() + 1);
+  for (int r = 0; r < ds->expected; ++r) {
+    if (!present.count(r)) ds->missing.push_back(r);
+  }
+  ds->diagnostics.Add(Diagnostic::kRankMissing, ds->missing.size());
+}
+
+}  // namespace
+
+std::unique_ptr<Dataset> Ingest(const std::string& root, const IngestOptions& options,
+                                std::string* error) {
+  const std::vector<std::string> files = Discover(root, error);
+  if (files.empty()) {
+    if (error->empty()) *error = root + ": no ring files (*.ptr) found";
+    return nullptr;
+  }
+  auto ds = std::make_unique<Dataset>();
+  ds->files = files.size();
+  std::vector<RankData> all = ReadAll(files, options, ds.get());
+  if (all.empty()) {
+    *error = root + ": none of " + std::to_string(files.size()) + " ring files is readable";
+    if (!ds->diagnostics.messages().empty()) *error += " (" + ds->diagnostics.messages()[0] + ")";
+    return nullptr;
+  }
+  PickPerRank(std::move(all), ds.get());
+  CountRanks(ds.get());
+  Align(ds.get());
+  return ds;
+}
+
+}  // namespace perftracker::analyzer

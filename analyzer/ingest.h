@@ -1,0 +1,24 @@
+// Stage 1: find every ring file under a directory tree, decode them on all cores, fold each
+// rank's windows into iteration-aligned slots as they stream by, and settle which file speaks for
+// which rank (identity comes from file headers, never from file names).
+#pragma once
+
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include "analyzer/model.h"
+
+namespace perftracker::analyzer {
+
+struct IngestOptions {
+  int threads = 0;                   // 0: one per core
+  std::ostream* progress = nullptr;  // a progress line goes here when reading takes over 1 s
+};
+
+// Null and *error when `root` cannot be listed or holds no ring file at all; damaged files are
+// diagnostics in the result, never errors.
+std::unique_ptr<Dataset> Ingest(const std::string& root, const IngestOptions& options,
+                                std::string* error);
+
+}  // namespace perftracker::analyzer

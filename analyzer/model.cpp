@@ -1,0 +1,80 @@
+#include "analyzer/model.h"
+
+#include <algorithm>
+
+namespace perftracker::analyzer {
+namespace {
+
+bool IsCommFunction(const format::FunctionPattern& p) {
+  if (p.kind == format::FunctionKind::kCollective) return true;
+  return p.kind == format::FunctionKind::kKernel && std::string_view(p.name).starts_with("nccl");
+}
+
+template <typename T>
+void MergeVectors(std::vector<T>* into, const std::vector<T>& from) {
+  if (into->size() < from.size()) into->resize(from.size());
+  for (size_t i = 0; i < from.size(); ++i) {
+    auto& a = (*into)[i];
+    const auto& b = from[i];
+    if constexpr (std::is_same_v<T, FunctionSum>) {
+      a.self_ns += b.self_ns;
+      a.wait_ns += b.wait_ns;
+      a.device_est_ns += b.device_est_ns;
+      a.count += b.count;
+    } else {
+      a.device_ns += b.device_ns;
+      a.device_samples += b.device_samples;
+      a.count += b.count;
+      a.offset_weighted += b.offset_weighted;
+      a.offset_weight += b.offset_weight;
+      a.device_median_weighted += b.device_median_weighted;
+    }
+  }
+}
+
+}  // namespace
+
+void Catalog::InternFunctions(const std::vector<format::FunctionPattern>& fns,
+                              std::vector<uint32_t>* out) {
+  out->resize(fns.size());
+  std::lock_guard lock(mu_);
+  for (size_t i = 0; i < fns.size(); ++i) {
+    const auto [it, added] =
+        function_index_.try_emplace(fns[i].id, static_cast<uint32_t>(functions_.size()));
+    if (added) functions_.push_back({fns[i].id, fns[i].kind, fns[i].name, IsCommFunction(fns[i])});
+    (*out)[i] = it->second;
+  }
+}
+
+void Catalog::InternCollectives(const std::vector<format::CollectivePattern>& cs,
+                                std::vector<uint32_t>* out) {
+  out->resize(cs.size());
+  std::lock_guard lock(mu_);
+  for (size_t i = 0; i < cs.size(); ++i) {
+    const auto& c = cs[i];
+    const auto key =
+        std::make_tuple(c.comm_id, static_cast<uint8_t>(c.op), c.peer, c.bytes, c.name);
+    const auto [it, added] =
+        coll_index_.try_emplace(key, static_cast<uint32_t>(collectives_.size()));
+    if (added) collectives_.push_back({c.comm_id, c.comm_size, c.op, c.peer, c.bytes, c.name});
+    (*out)[i] = it->second;
+  }
+}
+
+void Slot::Merge(const Slot& other) {
+  iter_begin = std::min(iter_begin, other.iter_begin);
+  iter_end = std::max(iter_end, other.iter_end);
+  windows += other.windows;
+  iterations += other.iterations;
+  iteration_ns += other.iteration_ns;
+  MergeVectors(&functions, other.functions);
+  MergeVectors(&collectives, other.collectives);
+}
+
+const Slot* RankData::FindSlot(uint64_t key) const {
+  const auto it = std::lower_bound(slots.begin(), slots.end(), key,
+                                   [](const Slot& s, uint64_t k) { return s.key < k; });
+  return it != slots.end() && it->key == key ? &*it : nullptr;
+}
+
+}  // namespace perftracker::analyzer

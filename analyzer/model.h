@@ -1,0 +1,120 @@
+// What the analyzer keeps of the inputs: per rank, a bounded number of iteration-aligned slots,
+// each the sum of the windows it covers (per function, per collective, per iteration). Windows
+// are folded in as they are decoded and never kept; a rank costs at most kMaxSlots slots of
+// (functions x 16 B + collectives x 32 B), whatever the length of its ring file.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "analyzer/diagnostics.h"
+#include "schemas/format/histogram.h"
+#include "schemas/format/live.h"
+#include "schemas/format/ring_file.h"
+#include "schemas/format/window.h"
+
+namespace perftracker::analyzer {
+
+inline constexpr size_t kMaxSlots = 16;
+
+struct FunctionInfo {
+  uint64_t id = 0;
+  format::FunctionKind kind = format::FunctionKind::kUnknown;
+  std::string name;
+  bool comm = false;  // its time is communication (NCCL kernels): early arrivers wait inside it
+};
+
+struct CollectiveInfo {
+  uint64_t comm_id = 0;
+  uint32_t comm_size = 0;
+  format::CollectiveOp op = format::CollectiveOp::kUnknown;
+  int32_t peer = -1;
+  uint64_t bytes = 0;
+  std::string name;
+};
+
+// Functions and collectives of every rank, interned to dense indices. Thread-safe.
+class Catalog {
+ public:
+  // Interns every function of a window; out[i] is function i's index.
+  void InternFunctions(const std::vector<format::FunctionPattern>& fns, std::vector<uint32_t>* out);
+  void InternCollectives(const std::vector<format::CollectivePattern>& cs,
+                         std::vector<uint32_t>* out);
+  // Only once ingest is over (no locking).
+  const std::vector<FunctionInfo>& functions() const { return functions_; }
+  const std::vector<CollectiveInfo>& collectives() const { return collectives_; }
+
+ private:
+  std::mutex mu_;
+  std::vector<FunctionInfo> functions_;
+  std::unordered_map<uint64_t, uint32_t> function_index_;
+  std::vector<CollectiveInfo> collectives_;
+  std::map<std::tuple<uint64_t, uint8_t, int32_t, uint64_t, std::string>, uint32_t> coll_index_;
+};
+
+// Sums over the windows of a slot.
+struct FunctionSum {
+  float self_ns = 0;
+  float wait_ns = 0;
+  float device_est_ns = 0;  // device time scaled to every call (sampled launches)
+  float count = 0;
+};
+
+struct CollectiveSum {
+  float device_ns = 0;
+  float device_samples = 0;
+  float count = 0;
+  float offset_weighted = 0;  // sum of window median launch offset x calls
+  float offset_weight = 0;
+  float device_median_weighted = 0;  // sum of window median device time x calls
+};
+
+struct Slot {
+  uint64_t key = 0;  // iter_begin >> shift
+  uint64_t iter_begin = 0;
+  uint64_t iter_end = 0;
+  uint64_t windows = 0;
+  double iterations = 0;
+  double iteration_ns = 0;                 // summed iteration durations
+  std::vector<FunctionSum> functions;      // by catalog index
+  std::vector<CollectiveSum> collectives;  // by catalog index
+
+  double MeanIterationNs() const { return iterations > 0 ? iteration_ns / iterations : 0; }
+  void Merge(const Slot& other);
+};
+
+struct RankData {
+  format::Identity identity;
+  std::string path;
+  uint32_t format_version = 0;
+  std::optional<format::LiveState> live;
+  format::RingStats stats;
+  format::Health health;
+  format::Histogram iteration_hist;
+  uint64_t windows = 0;
+  int shift = 0;            // slot key = iter_begin >> shift
+  std::vector<Slot> slots;  // sorted by key
+
+  int rank() const { return identity.rank; }
+  const Slot* FindSlot(uint64_t key) const;
+};
+
+struct Dataset {
+  std::string job_id;
+  size_t files = 0;  // ring files found under the input directory
+  int expected = 0;  // world size
+  std::vector<int> missing;
+  std::vector<RankData> ranks;  // sorted by rank, one per rank
+  Catalog catalog;
+  Diagnostics diagnostics;
+  std::vector<uint64_t> slot_keys;  // aligned slots, union over ranks (align.cpp)
+  int shift = 0;
+};
+
+}  // namespace perftracker::analyzer

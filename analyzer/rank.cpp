@@ -1,0 +1,316 @@
+// Stage 5: from findings to candidates. Classify each finding, keep the culprit rather than its
+// victims (arrival order), prefer the one function that explains a kind's excess over the kind's
+// sum (or the sum over its many small parts), merge what different detectors or ranks say about
+// the same thing, and order by score = time lost per iteration / iteration x persistence.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "analyzer/report.h"
+
+namespace perftracker::analyzer {
+namespace {
+
+using format::FunctionKind;
+
+std::string_view SourceName(Source s) {
+  switch (s) {
+    case Source::kDifferential:
+      return "differential";
+    case Source::kExpectedRange:
+      return "expected_range";
+    case Source::kTemporal:
+      return "temporal";
+    case Source::kArrival:
+      return "arrival_order";
+    case Source::kLink:
+      return "link_matrix";
+    case Source::kHang:
+      return "live_slots";
+  }
+  return "";
+}
+
+std::string KindOf(const Frame& f, const Finding& x) {
+  switch (x.aggregate) {
+    case Aggregate::kKernels:
+      return "kernel";
+    case Aggregate::kPython:
+      return "python";
+    case Aggregate::kCudaApi:
+      return "cuda_api";
+    case Aggregate::kMemcpy:
+      return "memcpy";
+    case Aggregate::kCollectives:
+      return "collective";
+    case Aggregate::kNone:
+      break;
+  }
+  if (x.function >= 0) {
+    return std::string(
+        format::KindName(f.ds->catalog.functions()[static_cast<size_t>(x.function)].kind));
+  }
+  return "collective";
+}
+
+std::string CategoryAllRanks(const std::string& kind) {
+  if (kind == "dataloader" || kind == "gc") return kind;
+  if (kind == "kernel") return "gpu_compute";
+  if (kind == "collective") return "communication_link";
+  return "software_all_ranks";
+}
+
+std::string CategorySubset(const std::string& kind, bool aggregate) {
+  if (kind == "kernel") return "gpu_compute";
+  if (kind == "memcpy" || kind == "memset" || kind == "alloc") return "gpu_memory";
+  if (kind == "collective") return "communication_link";
+  if (kind == "dataloader" || kind == "gc") return kind;
+  if (kind == "python") return aggregate ? "host_cpu" : "python";
+  return "host_cpu";  // CUDA API, syncs, unknown host work
+}
+
+bool AllOfGroup(const Frame& f, const Finding& x) {
+  if (x.group < 0) return false;
+  const size_t n = (*f.groups)[static_cast<size_t>(x.group)].members.size();
+  return n >= 2 && x.ranks.size() * 4 >= n * 3;
+}
+
+Candidate ToCandidate(const Frame& f, const Finding& x) {
+  Candidate c;
+  c.rank_set = x.ranks;
+  c.kind = KindOf(f, x);
+  if (x.aggregate != Aggregate::kNone)
+    c.function = std::string(AggregateName(x.aggregate));
+  else if (x.function >= 0)
+    c.function = f.ds->catalog.functions()[static_cast<size_t>(x.function)].name;
+  else
+    c.function = x.label;
+  const bool all =
+      x.source == Source::kExpectedRange || x.source == Source::kTemporal || AllOfGroup(f, x);
+  c.category = x.source == Source::kLink ? "communication_link"
+               : all                     ? CategoryAllRanks(c.kind)
+                                         : CategorySubset(c.kind, x.aggregate != Aggregate::kNone);
+  if (x.source == Source::kArrival) c.category = "host_cpu";
+  const double persistence = x.windows_total > 0 ? double(x.windows_seen) / x.windows_total : 1;
+  c.impact_s_per_iter = std::max(0.0, x.excess_ns) * 1e-9;
+  c.score = x.iteration_ns > 0 ? std::max(0.0, x.excess_ns) / x.iteration_ns * persistence : 0;
+  c.source = x.source;
+  c.catalog_function = x.function;
+  c.aggregate = x.aggregate;
+  c.group = x.group;
+  const bool per_byte = x.source == Source::kLink;
+  Json e = {{"source", SourceName(x.source)},
+            {"peer_median", per_byte ? x.peer_median_ns : x.peer_median_ns * 1e-9},
+            {"value", per_byte ? x.value_ns : x.value_ns * 1e-9},
+            {"deviation", x.deviation},
+            {"windows_seen", x.windows_seen},
+            {"windows_total", x.windows_total},
+            {"unit", per_byte ? "ns/byte" : "s/iter"},
+            {"iteration_s", x.iteration_ns * 1e-9}};
+  if (x.group >= 0) e["peer_group"] = (*f.groups)[static_cast<size_t>(x.group)].label;
+  e.update(x.extra);
+  c.evidence = std::move(e);
+  return c;
+}
+
+std::map<int, std::set<int>> Stragglers(const std::vector<Finding>& findings) {
+  std::map<int, std::set<int>> out;
+  for (const Finding& x : findings) {
+    if (x.source == Source::kArrival) out[x.group].insert(x.ranks.begin(), x.ranks.end());
+  }
+  return out;
+}
+
+// Arrival order: findings on a straggler carry its arrival evidence; an arrival finding that
+// some candidate on the same rank explains is folded into that candidate.
+void ApplyArrival(const std::vector<Finding>& findings, std::vector<Candidate>* cands) {
+  for (const Finding& a : findings) {
+    if (a.source != Source::kArrival) continue;
+    bool explained = false;
+    for (Candidate& c : *cands) {
+      if (c.source == Source::kArrival || c.source == Source::kLink) continue;
+      if (c.group != a.group || c.rank_set != a.ranks) continue;
+      c.evidence["arrival"] = {{"delay_s", a.value_ns * 1e-9},
+                               {"z", a.deviation},
+                               {"last_to_arrive_share", a.extra["last_to_arrive_share"]},
+                               {"peers_wait_s_per_iter", a.extra["peers_wait_s_per_iter"]}};
+      c.evidence["culprit"] = true;
+      explained = true;
+    }
+    if (explained) {
+      std::erase_if(*cands, [&](const Candidate& c) {
+        return c.source == Source::kArrival && c.rank_set == a.ranks && c.group == a.group;
+      });
+    }
+  }
+}
+
+// Victims: communication-time findings in a group whose straggler is someone else.
+void DemoteVictims(const std::vector<Finding>& findings, std::vector<Candidate>* cands) {
+  const auto stragglers = Stragglers(findings);
+  for (Candidate& c : *cands) {
+    const auto it = stragglers.find(c.group);
+    if (it == stragglers.end() || c.source == Source::kArrival) continue;
+    const bool on_straggler = std::any_of(c.rank_set.begin(), c.rank_set.end(),
+                                          [&](int r) { return it->second.count(r) > 0; });
+    const bool waits = c.kind == "collective" || c.kind == "sync" || c.source == Source::kTemporal;
+    if (!on_straggler && waits) {
+      c.score *= 0.1;
+      c.evidence["likely_victim_of"] = std::vector<int>(it->second.begin(), it->second.end());
+    }
+  }
+}
+
+// Collectives absorb every wait: when the whole group's collectives grew while something else
+// grew too, the collectives are the victims of that something.
+void DemoteCommunicationGrowth(std::vector<Candidate>* cands) {
+  for (Candidate& c : *cands) {
+    if (c.source != Source::kTemporal || c.kind != "collective") continue;
+    const auto cause = std::find_if(cands->begin(), cands->end(), [&](const Candidate& o) {
+      return o.group == c.group && o.kind != "collective" && o.source != Source::kArrival &&
+             o.score > 0.2 * c.score;
+    });
+    if (cause == cands->end()) continue;
+    c.score *= 0.1;
+    c.evidence["likely_victim_of"] = cause->function;
+  }
+}
+
+Aggregate AggregateClass(const Frame& f, int32_t fn) {
+  if (fn < 0) return Aggregate::kNone;
+  const FunctionInfo& info = f.ds->catalog.functions()[static_cast<size_t>(fn)];
+  if (info.comm) return Aggregate::kNone;
+  switch (info.kind) {
+    case FunctionKind::kKernel:
+      return Aggregate::kKernels;
+    case FunctionKind::kPython:
+      return Aggregate::kPython;
+    case FunctionKind::kCudaApi:
+      return Aggregate::kCudaApi;
+    case FunctionKind::kMemcpy:
+    case FunctionKind::kMemset:
+      return Aggregate::kMemcpy;
+    default:
+      return Aggregate::kNone;
+  }
+}
+
+double Relative(const Candidate& c) {
+  const double peer = c.evidence.value("peer_median", 0.0);
+  return peer > 0 ? c.evidence.value("value", 0.0) / peer - 1 : 1e9;
+}
+
+bool SamePart(const Frame& f, const Candidate& a, const Candidate& s) {
+  return s.source == a.source && s.rank_set == a.rank_set && s.group == a.group &&
+         AggregateClass(f, s.catalog_function) == a.aggregate;
+}
+
+// A kind's sum against its parts. One function stands for the kind when it explains nearly all
+// of the excess, or most of it while deviating far more than the kind does (one bad kernel);
+// otherwise the slowdown is spread (a throttled GPU slows every kernel alike) and the sum
+// stands for its parts, which become its evidence.
+void FoldAggregates(const Frame& f, std::vector<Candidate>* cands) {
+  std::vector<bool> drop(cands->size());
+  for (size_t i = 0; i < cands->size(); ++i) {
+    Candidate& a = (*cands)[i];
+    if (a.aggregate == Aggregate::kNone || a.source != Source::kDifferential) continue;
+    size_t best = cands->size();
+    for (size_t j = 0; j < cands->size(); ++j) {
+      if (SamePart(f, a, (*cands)[j]) &&
+          (best == cands->size() ||
+           (*cands)[j].impact_s_per_iter > (*cands)[best].impact_s_per_iter)) {
+        best = j;
+      }
+    }
+    const double share = best < cands->size() ? (*cands)[best].impact_s_per_iter /
+                                                    std::max(1e-12, a.impact_s_per_iter)
+                                              : 0;
+    const bool specific =
+        share >= 0.9 || (share >= 0.5 && Relative((*cands)[best]) > 2 * Relative(a));
+    for (size_t j = 0; j < cands->size(); ++j) {
+      if (SamePart(f, a, (*cands)[j]) && !(specific && j == best)) drop[j] = true;
+    }
+    if (specific) {
+      (*cands)[best].evidence["kind_excess_s_per_iter"] = a.impact_s_per_iter;
+      drop[i] = true;
+    }
+  }
+  std::vector<Candidate> kept;
+  for (size_t i = 0; i < cands->size(); ++i) {
+    if (!drop[i]) kept.push_back(std::move((*cands)[i]));
+  }
+  *cands = std::move(kept);
+}
+
+// Same thing said twice: by several detectors, or about several ranks (union of rank sets), or
+// host CPU seen in both the Python and CUDA API sums.
+void MergeDuplicates(std::vector<Candidate>* cands) {
+  std::sort(cands->begin(), cands->end(),
+            [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
+  std::vector<Candidate> out;
+  for (Candidate& c : *cands) {
+    auto same = std::find_if(out.begin(), out.end(), [&](const Candidate& o) {
+      const bool same_thing =
+          o.function == c.function && o.category == c.category && o.group == c.group;
+      const bool host = o.category == "host_cpu" && c.category == "host_cpu" &&
+                        o.rank_set == c.rank_set && o.group == c.group;
+      return same_thing || host;
+    });
+    if (same == out.end()) {
+      out.push_back(std::move(c));
+      continue;
+    }
+    std::set<int> ranks(same->rank_set.begin(), same->rank_set.end());
+    ranks.insert(c.rank_set.begin(), c.rank_set.end());
+    same->rank_set.assign(ranks.begin(), ranks.end());
+    same->evidence["also"].push_back({{"function", c.function},
+                                      {"source", c.evidence["source"]},
+                                      {"impact_s_per_iter", c.impact_s_per_iter}});
+  }
+  *cands = std::move(out);
+}
+
+Candidate HangCandidate(const Hang& h, double iteration_s) {
+  Candidate c;
+  c.rank_set = h.communication ? h.ranks_arrived : h.ranks_missing;
+  c.function = h.collective;
+  c.kind = "collective";
+  c.category = "hang";
+  c.score = 1000 + h.stuck_s;
+  c.source = Source::kHang;
+  c.evidence = {{"source", "live_slots"},
+                {"peer_median", iteration_s},
+                {"value", h.stuck_s},
+                {"deviation", iteration_s > 0 ? h.stuck_s / iteration_s : 0},
+                {"windows_seen", 0},
+                {"windows_total", 0},
+                {"unit", "s stuck"},
+                {"ranks_arrived", h.ranks_arrived},
+                {"ranks_missing", h.ranks_missing},
+                {"hang", h.communication ? "communication" : "non_communication"},
+                {"sequence", h.sequence}};
+  return c;
+}
+
+}  // namespace
+
+std::vector<Candidate> RankCandidates(const Frame& f, const std::vector<Finding>& findings,
+                                      const std::vector<Hang>& hangs, double iteration_s) {
+  std::vector<Candidate> cands;
+  for (const Finding& x : findings) cands.push_back(ToCandidate(f, x));
+  ApplyArrival(findings, &cands);
+  DemoteVictims(findings, &cands);
+  DemoteCommunicationGrowth(&cands);
+  FoldAggregates(f, &cands);
+  MergeDuplicates(&cands);
+  std::erase_if(cands, [&](const Candidate& c) { return c.score < f.th.min_score; });
+  for (const Hang& h : hangs) cands.push_back(HangCandidate(h, iteration_s));
+  std::stable_sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.score != b.score) return a.score > b.score;
+    return a.function != b.function ? a.function < b.function : a.rank_set < b.rank_set;
+  });
+  return cands;
+}
+
+}  // namespace perftracker::analyzer

@@ -1,0 +1,72 @@
+// The analysis result every output format renders, and the renderers (one file each).
+#pragma once
+
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "analyzer/detect.h"
+#include "analyzer/hangs.h"
+#include "analyzer/json_window.h"
+#include "analyzer/model.h"
+#include "analyzer/peers.h"
+
+namespace perftracker::analyzer {
+
+struct Candidate {
+  std::vector<int> rank_set;
+  std::string function;
+  std::string kind;
+  std::string category;
+  double score = 0;
+  double impact_s_per_iter = 0;
+  Json evidence = Json::object();
+  // For merging and the heat map (not printed).
+  Source source = Source::kDifferential;
+  int32_t catalog_function = -1;
+  Aggregate aggregate = Aggregate::kNone;
+  int group = -1;
+};
+
+struct RankIterations {
+  int rank = 0;
+  uint64_t count = 0;
+  double mean_s = 0, p50_s = 0, p99_s = 0, min_s = 0, max_s = 0;
+};
+
+// Rank x metric deviations for the HTML heat map.
+struct HeatMap {
+  std::vector<int> ranks;
+  std::vector<std::string> rows;           // metric names
+  std::vector<std::vector<double>> cells;  // [row][rank]: value / peer median - 1
+};
+
+struct Report {
+  std::unique_ptr<Dataset> dataset;
+  std::vector<PeerGroup> groups;
+  std::vector<RankIterations> iterations;
+  double median_iteration_s = 0;
+  std::vector<Candidate> candidates;  // best first, above the score threshold
+  std::vector<Hang> hangs;
+  HeatMap heat;
+  Thresholds thresholds;
+};
+
+// Stage 5 (rank.cpp): findings and hangs to classified, merged, ordered candidates.
+std::vector<Candidate> RankCandidates(const Frame& frame, const std::vector<Finding>& findings,
+                                      const std::vector<Hang>& hangs, double iteration_s);
+
+// The whole pipeline after ingest (analyze.cpp).
+Report Analyze(std::unique_ptr<Dataset> dataset, const Thresholds& thresholds);
+
+void WriteText(const Report& report, size_t top, std::ostream& out);
+Json ReportJson(const Report& report, size_t top);
+void WriteHtml(const Report& report, size_t top, std::ostream& out);
+
+// Strings from input files may hold any bytes.
+std::string JsonText(const Json& j, int indent);
+std::string HtmlEscape(std::string_view s);
+std::string FormatSeconds(double s);  // "12.3 ms", "1.20 s", "850 us"
+
+}  // namespace perftracker::analyzer

@@ -1,0 +1,140 @@
+// The terminal report: one screen. Health of the inputs first, then hangs, then the top
+// candidates with the numbers behind each.
+#include <algorithm>
+#include <cstdio>
+
+#include "analyzer/report.h"
+
+namespace perftracker::analyzer {
+namespace {
+
+std::string Printf(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  return buf;
+}
+
+// Input strings are printed on a terminal: control bytes become '?', long names are cut.
+std::string Clean(std::string_view s, size_t max) {
+  std::string out;
+  for (const char ch : s) out += (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ? '?' : ch;
+  if (out.size() > max) out = out.substr(0, max - 3) + "...";
+  return out;
+}
+
+void Header(const Report& rep, std::ostream& out) {
+  const Dataset& ds = *rep.dataset;
+  out << "perftracker analyze: job " << Clean(ds.job_id, 40) << ", " << ds.ranks.size() << "/"
+      << ds.expected << " ranks";
+  if (!ds.missing.empty()) out << " (missing: " << RankListLabel(ds.missing) << ")";
+  out << ", " << ds.files << " files, " << ds.slot_keys.size() << " aligned slots\n";
+  out << "inputs:";
+  bool any = false;
+  for (size_t i = 0; i < static_cast<size_t>(Diagnostic::kCount); ++i) {
+    const auto d = static_cast<Diagnostic>(i);
+    if (ds.diagnostics.Count(d) == 0) continue;
+    out << (any ? ", " : " ") << DiagnosticName(d) << " " << ds.diagnostics.Count(d);
+    any = true;
+  }
+  out << (any ? "\n" : " clean (no damage, no drops)\n");
+  double lo = 1e300, hi = 0, p99 = 0;
+  for (const RankIterations& it : rep.iterations) {
+    if (it.count == 0) continue;
+    lo = std::min(lo, it.mean_s), hi = std::max(hi, it.mean_s), p99 = std::max(p99, it.p99_s);
+  }
+  if (hi > 0) {
+    out << "step time: median " << FormatSeconds(rep.median_iteration_s) << " (rank means "
+        << FormatSeconds(lo) << " .. " << FormatSeconds(hi) << ", p99 " << FormatSeconds(p99)
+        << "); " << rep.groups.size() << " peer group" << (rep.groups.size() == 1 ? "" : "s")
+        << "\n";
+  }
+}
+
+void Hangs(const Report& rep, std::ostream& out) {
+  for (const Hang& h : rep.hangs) {
+    out << "\nHANG " << (h.communication ? "(communication)" : "(rank missing)") << ": "
+        << h.collective << " #" << h.sequence << ", stuck " << FormatSeconds(h.stuck_s) << "\n";
+    out << "  arrived: " << (h.ranks_arrived.empty() ? "none" : RankListLabel(h.ranks_arrived))
+        << "; never arrived: "
+        << (h.ranks_missing.empty() ? "none" : RankListLabel(h.ranks_missing)) << "\n";
+    size_t shown = 0;
+    for (const auto& [rank, frame] : h.last_python_frame) {
+      if (shown++ == 3) break;
+      out << "  rank " << rank << " last Python frame: " << Clean(frame, 70) << "\n";
+    }
+  }
+}
+
+std::string EvidenceLine(const Candidate& c) {
+  const Json& e = c.evidence;
+  std::string line;
+  const std::string unit = e.value("unit", "s/iter");
+  if (unit == "s/iter") {
+    line = FormatSeconds(e.value("value", 0.0)) + " vs peers " +
+           FormatSeconds(e.value("peer_median", 0.0));
+  } else if (unit == "ns/byte") {
+    line = Printf("%.3g", e.value("value", 0.0)) + " vs " +
+           Printf("%.3g", e.value("peer_median", 0.0)) + " ns/byte";
+  } else {
+    return "collective in flight for " + FormatSeconds(e.value("value", 0.0)) + " (" +
+           Printf("%.0f", e.value("deviation", 0.0)) + "x the median step); see HANG above";
+  }
+  line += " (" + e.value("source", std::string()) + ", dev " +
+          Printf("%.3g", e.value("deviation", 0.0)) + ", " +
+          std::to_string(e.value("windows_seen", 0)) + "/" +
+          std::to_string(e.value("windows_total", 0)) + " windows)";
+  if (e.contains("likely_victim_of")) line += "; likely a victim";
+  return line;
+}
+
+// C4's evidence that this rank holds the others back.
+std::string ArrivalLine(const Json& a) {
+  return "culprit: arrives last at " +
+         Printf("%.0f%%", 100 * a.value("last_to_arrive_share", 0.0)) + " of collectives, " +
+         FormatSeconds(a.value("delay_s", 0.0)) + " behind the median; peers' collectives run " +
+         FormatSeconds(a.value("peers_wait_s_per_iter", 0.0)) + " longer per iteration";
+}
+
+void Candidates(const Report& rep, size_t top, std::ostream& out) {
+  out << "\nTOP CANDIDATES (score = share of the iteration lost x persistence)\n";
+  if (rep.candidates.empty()) {
+    out << "  none above the threshold: no rank deviates from its peers, nothing shared by all "
+           "ranks is outside its expected range\n";
+    return;
+  }
+  out << " #  score  lost/iter  category            ranks        kind        function\n";
+  for (size_t i = 0; i < rep.candidates.size() && i < top; ++i) {
+    const Candidate& c = rep.candidates[i];
+    char head[160];
+    std::snprintf(head, sizeof head, "%2zu %6.3f  %-9s  %-18s  %-11s  %-10s  ", i + 1,
+                  std::min(c.score, 999.0), FormatSeconds(c.impact_s_per_iter).c_str(),
+                  c.category.c_str(), Clean(RankListLabel(c.rank_set), 11).c_str(), c.kind.c_str());
+    out << head << Clean(c.function, 48) << "\n";
+    out << "      " << Clean(EvidenceLine(c), 110) << "\n";
+    if (c.evidence.contains("arrival"))
+      out << "      " << ArrivalLine(c.evidence["arrival"]) << "\n";
+    if (c.evidence.contains("top_functions") && !c.evidence["top_functions"].empty()) {
+      const Json& t = c.evidence["top_functions"][0];
+      out << "      largest part: " << Clean(t.value("function", std::string()), 60) << " (+"
+          << FormatSeconds(t.value("excess_s_per_iter", 0.0)) << ")\n";
+    }
+  }
+}
+
+}  // namespace
+
+std::string FormatSeconds(double s) {
+  const double a = std::abs(s);
+  if (a >= 100) return Printf("%.0f s", s);
+  if (a >= 1) return Printf("%.2f s", s);
+  if (a >= 1e-3) return Printf("%.1f ms", s * 1e3);
+  return Printf("%.0f us", s * 1e6);
+}
+
+void WriteText(const Report& rep, size_t top, std::ostream& out) {
+  Header(rep, out);
+  Hangs(rep, out);
+  Candidates(rep, top, out);
+}
+
+}  // namespace perftracker::analyzer

@@ -1,0 +1,90 @@
+// The temporal test: a problem every rank shares is invisible across ranks but visible against
+// the same ranks' earlier windows. Per peer group, the median rank's value of a metric in the
+// latest third of the slots is compared with the earliest third; it must have grown by more than
+// 1% of the iteration and a quarter of its old value, and the iteration must have grown with it
+// (the extra time is on the critical path).
+#include <algorithm>
+
+#include "analyzer/detect.h"
+#include "analyzer/stats.h"
+
+namespace perftracker::analyzer {
+namespace {
+
+struct Series {
+  std::vector<double> value, iteration;
+};
+
+Series GroupSeries(const Frame& f, const PeerGroup& g, int32_t fn, Aggregate agg) {
+  Series s;
+  for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {
+    std::vector<double> v, t;
+    for (const size_t m : g.members) {
+      if (const Slot* slot = SlotAt(f, m, k)) {
+        v.push_back(MetricValue(f, m, k, fn, agg));
+        t.push_back(slot->MeanIterationNs());
+      }
+    }
+    if (v.size() * 2 < g.members.size() || v.empty()) continue;
+    s.value.push_back(Median(v));
+    s.iteration.push_back(Median(t));
+  }
+  return s;
+}
+
+double MedianRange(const std::vector<double>& v, size_t from, size_t to) {
+  return MedianOf(
+      std::vector<double>(v.begin() + static_cast<long>(from), v.begin() + static_cast<long>(to)));
+}
+
+void TestMetric(const Frame& f, int gi, int32_t fn, Aggregate agg, std::vector<Finding>* out) {
+  const PeerGroup& g = (*f.groups)[static_cast<size_t>(gi)];
+  const Series s = GroupSeries(f, g, fn, agg);
+  const size_t n = s.value.size();
+  if (n < 3) return;
+  const size_t third = std::max<size_t>(1, n / 3);
+  const double base = MedianRange(s.value, 0, third);
+  const double recent = MedianRange(s.value, n - third, n);
+  const double base_t = MedianRange(s.iteration, 0, third);
+  const double recent_t = MedianRange(s.iteration, n - third, n);
+  const double change = recent - base;
+  if (change <= std::max(0.01 * recent_t, 0.25 * base)) return;
+  if (recent_t - base_t < 0.5 * change) return;
+  Finding x;
+  x.source = Source::kTemporal;
+  x.group = gi;
+  x.function = fn;
+  x.aggregate = agg;
+  for (const size_t m : g.members) x.ranks.push_back(f.ds->ranks[m].rank());
+  x.value_ns = recent;
+  x.peer_median_ns = base;
+  x.deviation = base > 0 ? change / base : change / recent_t;
+  x.excess_ns = change;
+  x.iteration_ns = recent_t;
+  for (size_t k = third; k < n; ++k) x.windows_seen += s.value[k] > base + 0.5 * change;
+  x.windows_total = static_cast<int>(n);
+  x.extra["baseline_iteration_s"] = base_t * 1e-9;
+  x.extra["recent_iteration_s"] = recent_t * 1e-9;
+  out->push_back(std::move(x));
+}
+
+}  // namespace
+
+std::vector<Finding> DetectTemporal(const Frame& f) {
+  std::vector<Finding> out;
+  const auto& fns = f.ds->catalog.functions();
+  for (size_t gi = 0; gi < f.groups->size(); ++gi) {
+    const int g = static_cast<int>(gi);
+    for (size_t fn = 0; fn < fns.size(); ++fn) {
+      if (fns[fn].comm || fns[fn].kind == format::FunctionKind::kCollective) continue;
+      TestMetric(f, g, static_cast<int32_t>(fn), Aggregate::kNone, &out);
+    }
+    for (const Aggregate agg : {Aggregate::kKernels, Aggregate::kPython, Aggregate::kCudaApi,
+                                Aggregate::kMemcpy, Aggregate::kCollectives}) {
+      TestMetric(f, g, -1, agg, &out);
+    }
+  }
+  return out;
+}
+
+}  // namespace perftracker::analyzer

@@ -1,0 +1,197 @@
+// The PEP 523 frame-evaluation hook and the per-thread shadow stack.
+//
+// Every Python frame evaluation (call, generator/coroutine resumption) on every thread of the
+// interpreter passes through EvalHook with the GIL held; installing a hook also makes 3.11+ stop
+// inlining Python-to-Python calls, so none is missed (research/interception.md §1a). Entry and
+// exit are one C frame, so inclusive time is exact and exceptions are covered.
+//
+// Hot path rules: no allocation, no locks, no syscalls beyond the vDSO clock (NowNs), no Python
+// calls. The per-code facts live on the code object (co_extra); the slot of (code, parent slot)
+// is a 4-way cache in CodeInfo. Misses and first sights go to [[gnu::cold]] functions.
+//
+// Shadow stack: written only by its own thread. The writer thread reads the main thread's
+// (MainThreadStack) without synchronization beyond relaxed/acquire loads: a torn read gives a
+// stale frame name, never a dangling pointer (CodeInfo is immortal).
+#include <pthread.h>
+
+#include <atomic>
+
+#include "preload/cpython_internal.h"
+#include "preload/python_context.h"
+
+namespace perftracker::preload {
+namespace cpython {
+namespace {
+
+struct ShadowFrame {
+  const void* frame;  // the evaluated frame (identifies seeds when they end unseen)
+  const CodeInfo* info;
+  Slot slot;
+  uint32_t unused;
+  uint64_t start_ns;
+  uint64_t child_ns;  // inclusive time of recorded callees: self = duration - child
+};
+static_assert(sizeof(ShadowFrame) == 40);
+
+// Frames deeper than this are passed through unrecorded (their time stays in the caller).
+constexpr uint32_t kCapacity = 256;
+
+struct ShadowStack {
+  uint32_t depth;  // published with release stores for the live-slot reader
+  uint32_t seeds;  // entries [0, seeds) were running at install: their end is never seen
+  uint32_t steps;  // nesting of step functions: only the outermost one ends an iteration
+  uint64_t calls;  // evaluations seen (CheckEvalHook: are we still being called?)
+  ShadowFrame frames[kCapacity];
+};
+
+// Zero-initialized static TLS of the preloaded library: no allocation, no "initialized?" check.
+thread_local ShadowStack t_stack [[gnu::tls_model("initial-exec")]];
+std::atomic<ShadowStack*> g_main_stack{nullptr};
+
+CodeInfo g_unnamed = [] {
+  CodeInfo c;
+  c.record = false;
+  return c;
+}();
+
+uint32_t LoadDepth(const ShadowStack& s) { return __atomic_load_n(&s.depth, __ATOMIC_ACQUIRE); }
+void StoreDepth(ShadowStack& s, uint32_t d) { __atomic_store_n(&s.depth, d, __ATOMIC_RELEASE); }
+
+[[gnu::cold, gnu::noinline]] CodeInfo* FirstSight(PyObject* code) {
+  CodeInfo* info = NewCodeInfo(code);
+  if (info == nullptr) info = &g_unnamed;
+  g_api.CodeSetExtra(code, g_hook.extra_index, info);
+  return info;
+}
+
+inline CodeInfo* InfoOf(PyObject* code) {
+  void* extra = nullptr;
+  g_api.CodeGetExtra(code, g_hook.extra_index, &extra);  // cannot fail for a code object
+  return extra != nullptr ? static_cast<CodeInfo*>(extra) : FirstSight(code);
+}
+
+inline Slot SlotOf(CodeInfo* info, Slot parent) {
+  for (int i = 0; i < CodeInfo::kCacheWays; ++i) {
+    if (info->parents[i] == parent && info->filled[i]) return info->slots[i];
+  }
+  return InternSlot(info, parent);
+}
+
+// The top of the stack is a seed: seeds may have returned since install, unseen. Keep the seeds
+// up to the innermost one still on the interpreter's stack: the caller itself, or an ancestor of
+// an unrecorded (folded) caller. None left (e.g. the main module starting after an import that
+// installed us): drop them all.
+[[gnu::cold, gnu::noinline]] void TrimSeeds(ShadowStack& s, const PyThreadState* tstate) {
+  constexpr int kMaxWalk = 64;
+  const void* fr = CurrentFrameOf(tstate);
+  for (int walked = 0; fr != nullptr && walked < kMaxWalk; ++walked) {
+    for (uint32_t i = s.seeds; i-- > 0;) {
+      if (s.frames[i].frame == fr) {
+        s.seeds = i + 1;
+        StoreDepth(s, i + 1);
+        return;
+      }
+    }
+    fr = ReadField<const void*>(fr, g_hook.layout.previous_offset);
+  }
+  if (fr == nullptr) {
+    s.seeds = 0;
+    StoreDepth(s, 0);
+  }
+}
+
+inline void Finish(ShadowStack& s, const ShadowFrame& f, const CodeInfo* info, uint64_t end) {
+  const uint64_t duration = end - f.start_ns;
+  const uint32_t depth = s.depth;
+  if (depth > 0) s.frames[depth - 1].child_ns += duration;
+  const bool iteration_end = info->step && --s.steps == 0;
+  if (!Active()) return;  // a forked child: the recorder is off
+  const uint64_t self = f.child_ns < duration ? duration - f.child_ns : 0;
+  RecordCall(f.slot, end, duration, self);
+  if (iteration_end) MarkIteration(end);
+}
+
+}  // namespace
+
+PyObject* EvalHook(PyThreadState* tstate, void* frame, int throwflag) {
+  const EvalFrameFn previous = g_hook.previous;
+  PyObject* code = CodeOfFrame(frame);
+  if (code == nullptr || !Active()) return previous(tstate, frame, throwflag);
+  CodeInfo* info = InfoOf(code);
+  ShadowStack& s = t_stack;
+  ++s.calls;
+  uint32_t depth = s.depth;
+  if (depth == s.seeds && depth > 0) {
+    TrimSeeds(s, tstate);
+    depth = s.depth;
+  }
+  if (!info->record || depth >= kCapacity || (depth >= g_hook.depth_bound && !info->always)) {
+    return previous(tstate, frame, throwflag);  // folded into the caller
+  }
+  const Slot slot = SlotOf(info, depth > 0 ? s.frames[depth - 1].slot : kNoSlot);
+  if (slot == kNoSlot) return previous(tstate, frame, throwflag);  // function table full
+  ShadowFrame& f = s.frames[depth];
+  f.frame = frame;
+  f.info = info;
+  f.slot = slot;
+  f.child_ns = 0;
+  s.steps += info->step;
+  StoreDepth(s, depth + 1);
+  f.start_ns = NowNs();
+  PyObject* result = previous(tstate, frame, throwflag);
+  const uint64_t end = NowNs();
+  StoreDepth(s, depth);
+  Finish(s, f, info, end);
+  return result;
+}
+
+void SeedCurrentThread(PyThreadState* tstate) {
+  // Walk from the innermost running frame outwards, then store outermost first.
+  const void* chain[kCapacity / 2];
+  uint32_t n = 0;
+  for (const void* fr = CurrentFrameOf(tstate); fr != nullptr && n < kCapacity / 2;
+       fr = ReadField<const void*>(fr, g_hook.layout.previous_offset)) {
+    const FrameLayout& l = g_hook.layout;
+    if (l.owner_offset >= 0 &&
+        ReadField<char>(fr, static_cast<size_t>(l.owner_offset)) == kFrameOwnedByCStack) {
+      continue;
+    }
+    if (CodeOfFrame(fr) != nullptr) chain[n++] = fr;
+  }
+  ShadowStack& s = t_stack;
+  uint32_t depth = s.depth;
+  if (depth != 0) return;  // already running hooked frames: nothing to seed
+  for (uint32_t i = n; i-- > 0 && depth < kCapacity / 2;) {
+    CodeInfo* info = InfoOf(CodeOfFrame(chain[i]));
+    ShadowFrame& f = s.frames[depth];
+    const Slot parent = depth > 0 ? s.frames[depth - 1].slot : kNoSlot;
+    f = ShadowFrame{chain[i], info, info->record ? SlotOf(info, parent) : parent, 0, NowNs(), 0};
+    ++depth;
+  }
+  s.seeds = depth;
+  StoreDepth(s, depth);
+}
+
+uint64_t ThreadHookCalls() { return t_stack.calls; }
+
+void AdoptAsMainThread() { g_main_stack.store(&t_stack, std::memory_order_release); }
+
+void MainThreadStack(std::vector<std::string>* frames) {
+  const ShadowStack* s = g_main_stack.load(std::memory_order_acquire);
+  if (s == nullptr) return;
+  const uint32_t depth = LoadDepth(*s);
+  for (uint32_t i = 0; i < depth && i < kCapacity; ++i) {
+    const CodeInfo* info = __atomic_load_n(&s->frames[i].info, __ATOMIC_RELAXED);
+    if (info != nullptr) frames->emplace_back(info->name);
+  }
+}
+
+}  // namespace cpython
+
+Slot CurrentPythonSlot() {
+  const cpython::ShadowStack& s = cpython::t_stack;
+  const uint32_t depth = s.depth;
+  return depth > 0 ? s.frames[depth - 1].slot : kNoSlot;
+}
+
+}  // namespace perftracker::preload

@@ -1,0 +1,202 @@
+// Installing the CPython hooks from the preloaded library, without touching the job's script.
+//
+// Our constructor runs before Py_Initialize, so the hooks are installed later, on the main
+// thread with the GIL held (research/interception.md §1e), by whichever comes first:
+//  1. the first dlopen() after the interpreter is initialized, from a thread holding the GIL
+//     (an extension import: at the latest `import torch`, before Dynamo or any training thread);
+//  2. a pending call (Py_AddPendingCall) queued by a short-lived watcher thread as soon as
+//     Py_IsInitialized() turns 1 — Debian's static python imports the stdlib without dlopen.
+// Both run with the GIL held, which serializes them; the first one installs.
+#include <dlfcn.h>
+#include <pthread.h>
+#include <time.h>
+
+#include <atomic>
+#include <cstdlib>
+
+#include "preload/config.h"
+#include "preload/cpython_internal.h"
+#include "preload/log.h"
+
+namespace perftracker::preload::cpython {
+
+using DlopenFn = void* (*)(const char*, int);
+DlopenFn g_real_dlopen = nullptr;
+
+namespace {
+
+enum : int { kPassive = 0, kArmed = 1, kDone = 2 };
+std::atomic<int> g_state{kPassive};
+pthread_t g_main_thread;
+Config g_config;
+
+bool IsTrainingRank() {
+  return std::getenv("RANK") != nullptr || std::getenv("LOCAL_RANK") != nullptr;
+}
+
+int AdoptMainThread(void*) {
+  AdoptAsMainThread();
+  return 0;
+}
+
+// Points the interpreter's frame evaluator at EvalHook, chaining whatever was there.
+void InstallEvalHook() {
+  PyInterpreterState* interp = g_api.InterpreterGet();
+  EvalFrameFn current = g_api.GetEvalFrameFunc(interp);
+  if (current == nullptr) current = g_api.eval_frame_default;
+  if (current != g_api.eval_frame_default) {
+    // Installed before us (a debugger's frame evaluator, Dynamo already enabled): it did not
+    // capture us, so chaining it cannot recurse; but if it later restores its own saved
+    // evaluator, we are gone (reported by the gc-time check in cpython_gc.cpp's caller).
+    Warn("another Python frame evaluator is installed; chaining to it");
+  }
+  g_hook.previous = current;
+  g_api.SetEvalFrameFunc(interp, &EvalHook);
+}
+
+}  // namespace
+
+// GIL held (gc callback). Dynamo-style tools save the evaluator they find and restore it later;
+// one that enabled itself before us restores the default and silently drops our hook. A reset
+// to the default is undone; a foreign evaluator that no longer calls us (no hook call on this
+// thread since the last check) is reported once.
+void CheckEvalHook() {
+  static bool reported = false;
+  static uint64_t last_calls = 0;
+  if (g_hook.previous == nullptr || reported) return;
+  PyInterpreterState* interp = g_api.InterpreterGet();
+  const EvalFrameFn current = g_api.GetEvalFrameFunc(interp);
+  const uint64_t calls = ThreadHookCalls();
+  if (current == &EvalHook) {
+    last_calls = calls;
+    return;
+  }
+  if (current == g_api.eval_frame_default || current == nullptr) {
+    Warn("the Python frame evaluator was reset by another tool; reinstalled");
+    g_api.SetEvalFrameFunc(interp, &EvalHook);
+    reported = true;
+  } else if (calls == last_calls) {
+    Warn(
+        "another tool replaced the Python frame evaluator; Python functions are no longer "
+        "recorded");
+    reported = true;
+  }
+  last_calls = calls;
+}
+
+namespace {
+
+// GIL held. Runs once; every failure leaves Python pass-through after at most one warning.
+void Install() {
+  int armed = kArmed;
+  if (!g_state.compare_exchange_strong(armed, kDone)) return;
+  if (!Active()) return;  // the recorder is off (no ring file): stay out of the interpreter
+  const int minor = InterpreterMinorVersion(g_config.py_force_version);
+  if (!LayoutFor(minor, &g_hook.layout)) {
+    Warn("Python %s is not supported (3.9-3.13); Python functions are not recorded",
+         g_config.py_force_version ? g_config.py_force_version : g_api.GetVersion());
+    return;
+  }
+  if (!ResolveApi()) return;
+  g_hook.extra_index = g_api.RequestCodeExtraIndex(nullptr);
+  if (g_hook.extra_index < 0) {
+    g_api.ErrClear();
+    Warn("no free co_extra index; Python functions are not recorded");
+    return;
+  }
+  g_hook.depth_bound = static_cast<uint32_t>(g_config.py_depth);
+  InitRules(g_config.step_function, g_config.py_include);
+  InstallEvalHook();
+  if (pthread_equal(pthread_self(), g_main_thread)) {
+    AdoptAsMainThread();
+  } else {
+    g_api.AddPendingCall(&AdoptMainThread, nullptr);
+  }
+  SeedCurrentThread(g_api.ThreadStateGet());
+  SetPythonStackProvider(&MainThreadStack);
+  InstallGcCallback();
+  InstallAtexitFlush();
+}
+
+int PendingInstall(void*) {
+  Install();
+  return 0;
+}
+
+void* Watch(void*) {
+  const timespec tick = {0, 1000 * 1000};
+  for (int i = 0; i < 600 * 1000 && g_state.load() == kArmed; ++i) {  // at most ten minutes
+    if (g_api.IsInitialized() && g_api.AddPendingCall(&PendingInstall, nullptr) == 0) break;
+    nanosleep(&tick, nullptr);
+  }
+  return nullptr;
+}
+
+[[gnu::constructor]] void Arm() {
+  g_real_dlopen = reinterpret_cast<DlopenFn>(dlsym(RTLD_NEXT, "dlopen"));
+  g_config = LoadConfig();
+  if (!g_config.enable || !g_config.python || !IsTrainingRank()) return;
+  if (!ResolveBootstrapApi()) return;  // not a Python interpreter
+  if (g_config.py_depth < 1) g_config.py_depth = 1;
+  g_main_thread = pthread_self();
+  g_state.store(kArmed);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 64 * 1024);
+  pthread_t watcher;
+  if (pthread_create(&watcher, &attr, &Watch, nullptr) != 0) {
+    Warn("could not start the Python install watcher; relying on dlopen");
+  }
+  pthread_attr_destroy(&attr);
+}
+
+}  // namespace
+
+// Interposed dlopen: the install point of the first extension import. glibc's dlopen finds the
+// calling object from its return address (its DT_RUNPATH is searched, its namespace used), so
+// the interposer must not be the caller: an assembly entry runs the pre-hook, then tail-jumps
+// to the real dlopen with the caller's return address still on the stack.
+extern "C" [[gnu::visibility("hidden"), gnu::used]] void* perftracker_dlopen_prehook() {
+  if (g_real_dlopen == nullptr) {  // a constructor of an earlier object called dlopen
+    g_real_dlopen = reinterpret_cast<DlopenFn>(dlsym(RTLD_NEXT, "dlopen"));
+  }
+  if (g_state.load(std::memory_order_relaxed) == kArmed && g_api.IsInitialized() &&
+      g_api.GILStateCheck()) {
+    Install();
+  }
+  return reinterpret_cast<void*>(g_real_dlopen);
+}
+
+}  // namespace perftracker::preload::cpython
+
+#if defined(__x86_64__)
+// Saves the two argument registers, keeps the stack 16-byte aligned across the call, and jumps
+// to the address the pre-hook returns.
+asm(R"(
+  .text
+  .globl dlopen
+  .type dlopen, @function
+dlopen:
+  .cfi_startproc
+  pushq %rdi
+  .cfi_adjust_cfa_offset 8
+  pushq %rsi
+  .cfi_adjust_cfa_offset 8
+  subq $8, %rsp
+  .cfi_adjust_cfa_offset 8
+  call perftracker_dlopen_prehook
+  addq $8, %rsp
+  .cfi_adjust_cfa_offset -8
+  popq %rsi
+  .cfi_adjust_cfa_offset -8
+  popq %rdi
+  .cfi_adjust_cfa_offset -8
+  jmp *%rax
+  .cfi_endproc
+  .size dlopen, .-dlopen
+)");
+#else
+// Elsewhere there is no dlopen entry yet (it must be a tail jump, see above): the pending-call
+// path alone installs the hooks.
+#endif

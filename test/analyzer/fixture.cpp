@@ -1,0 +1,87 @@
+#include "test/analyzer/fixture.h"
+
+#include <flatbuffers/flatbuffers.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "analyzer/cli.h"
+#include "schemas/format/version.h"
+
+namespace perftracker::testing {
+
+synthetic::JobShape SmallShape() {
+  synthetic::JobShape s;
+  s.functions = 200;
+  s.collectives = 20;
+  s.iterations = 8;
+  return s;
+}
+
+std::vector<std::string> WriteJob(const std::string& dir, const JobSpec& spec) {
+  std::vector<std::string> paths;
+  synthetic::JobShape shape = spec.shape;
+  shape.ranks_per_node = spec.ranks_per_host;
+  format::RingOptions options;
+  options.file_size = 1 << 20;
+  options.live_size = 16 << 10;
+  for (int r = 0; r < spec.ranks; ++r) {
+    if (std::find(spec.skip_ranks.begin(), spec.skip_ranks.end(), r) != spec.skip_ranks.end()) {
+      paths.emplace_back();
+      continue;
+    }
+    const std::string host = "node" + std::to_string(r / spec.ranks_per_host);
+    const std::string path =
+        dir + "/" + spec.job + "/" + host + "/rank-" + std::to_string(r) + ".ptr";
+    format::Identity id{spec.job,
+                        host,
+                        r,
+                        r % spec.ranks_per_host,
+                        spec.ranks,
+                        1000 + r,
+                        1'790'000'000'000'000'000ull,
+                        1'000'000'000ull,
+                        format::kLibraryVersion};
+    std::string error;
+    auto writer = format::RingWriter::Create(path, id, options, &error);
+    if (!writer) throw std::runtime_error(error);
+    format::WindowEncoder encoder;
+    for (int w = 0; w < spec.windows; ++w) {
+      format::Window window = synthetic::MakeWindow(shape, r, spec.ranks, static_cast<uint64_t>(w));
+      if (spec.edit) spec.edit(r, &window);
+      if (!writer->Append(encoder.Encode(window), encoder.static_tail_size())) {
+        throw std::runtime_error("append failed: " + path);
+      }
+    }
+    flatbuffers::FlatBufferBuilder builder;
+    const format::LiveState live =
+        synthetic::MakeLiveState(shape, r, spec.ranks, static_cast<uint64_t>(spec.windows));
+    writer->WriteLive(format::EncodeLiveState(live, builder));
+    paths.push_back(path);
+  }
+  return paths;
+}
+
+CliResult Cli(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  CliResult r;
+  r.code = analyzer::RunCli(args, out, err);
+  r.out = out.str();
+  r.err = err.str();
+  r.json = nlohmann::ordered_json::parse(r.out, nullptr, false);
+  return r;
+}
+
+std::string MakeTempDir() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "pt-analyzer-XXXXXX").string();
+  if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+  return tmpl;
+}
+
+void RemoveTree(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
+}  // namespace perftracker::testing

@@ -1,0 +1,44 @@
+// Deterministic multi-rank fixtures for the analyzer tests: the synthetic job written as ring
+// files laid out like the preload library's ($DIR/<job>/<host>/rank-<r>.ptr), and a helper
+// that runs a CLI command in-process.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "schemas/format/ring_file.h"
+#include "tools/synthetic/synthetic.h"
+
+namespace perftracker::testing {
+
+struct JobSpec {
+  synthetic::JobShape shape;
+  int ranks = 8;
+  int windows = 4;
+  int ranks_per_host = 4;
+  std::string job = "job";
+  std::vector<int> skip_ranks;  // ranks without a file
+  // Edits each window before it is written (rank, window).
+  std::function<void(int, format::Window*)> edit;
+};
+
+// Small, fast defaults: 200 functions, 20 collectives, 8 iterations per window.
+synthetic::JobShape SmallShape();
+
+// Writes the job under `dir`; returns the path of each rank's file (empty when skipped).
+std::vector<std::string> WriteJob(const std::string& dir, const JobSpec& spec);
+
+struct CliResult {
+  int code = -1;
+  std::string out, err;
+  nlohmann::ordered_json json;  // parsed stdout when it is JSON
+};
+
+CliResult Cli(const std::vector<std::string>& args);
+
+std::string MakeTempDir();
+void RemoveTree(const std::string& dir);
+
+}  // namespace perftracker::testing

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""torchrun (2 ranks, gloo, Debian's torch) under LD_PRELOAD: the data loader, the optimizer step
+(iterations) and torch.distributed collectives are recognized, with the same function ids and
+counts on every rank.
+
+  ddp_test.py --lib libperftracker.so --perftracker CLI [--nproc 2]
+"""
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+STEPS = 12
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def load(cli, path):
+    out = subprocess.run([cli, "dump", path], capture_output=True, text=True, check=True).stdout
+    fns, iterations = {}, 0
+    for line in out.splitlines():
+        rec = json.loads(line)
+        if rec.get("type") != "window":
+            continue
+        iterations += rec["iterations"]["count"]
+        for p in rec["functions"]:
+            fn = fns.setdefault(p["id"], {"kind": p["kind"], "name": p["name"], "count": 0})
+            fn["count"] += p["count"]
+    return fns, iterations
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--perftracker", required=True)
+    ap.add_argument("--nproc", type=int, default=2)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PERFTRACKER_")}
+        env.update({"LD_PRELOAD": args.lib, "PERFTRACKER_DIR": tmp, "OMP_NUM_THREADS": "1"})
+        cmd = ["/usr/bin/python3", "-m", "torch.distributed.run", "--standalone",
+               "--nproc_per_node", str(args.nproc), "--redirects", "1", "--tee", "1",
+               os.path.join(HERE, "ddp_job.py")]
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+        if p.returncode != 0:
+            fail(f"torchrun exited {p.returncode}\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+        files = sorted(glob.glob(os.path.join(tmp, "**", "rank-*.ptr"), recursive=True))
+        if len(files) != args.nproc:
+            fail(f"expected {args.nproc} ring files (no file from the agent or loader workers): "
+                 f"{files}")
+        ranks = [load(args.perftracker, f) for f in files]
+    signatures = []
+    for r, (fns, iterations) in enumerate(ranks):
+        if iterations != STEPS:
+            fail(f"rank {r}: {iterations} iterations, expected {STEPS}")
+        loader = {i: f for i, f in fns.items() if f["kind"] == "dataloader"}
+        if sum(f["count"] for f in loader.values()) != STEPS or not all(
+                "torch/utils/data/dataloader.py" in f["name"] for f in loader.values()):
+            fail(f"rank {r}: dataloader {list(loader.values())}")
+        colls = {i: f for i, f in fns.items() if f["kind"] == "collective"}
+        by_name = {}
+        for f in colls.values():
+            q = f["name"].rsplit(":", 1)[-1]
+            by_name[q] = by_name.get(q, 0) + f["count"]
+        if by_name.get("all_reduce") != STEPS or by_name.get("barrier", 0) < 1:
+            fail(f"rank {r}: collectives {by_name}")
+        steps = [f for f in fns.values() if f["name"].endswith(":SGD.step")]
+        if sum(f["count"] for f in steps) != STEPS:
+            fail(f"rank {r}: SGD.step {steps}")
+        # Same ids and counts on every rank for the recognized functions.
+        signatures.append(sorted((i, f["count"]) for i, f in {**loader, **colls}.items()))
+    if any(s != signatures[0] for s in signatures):
+        fail(f"ranks disagree: {signatures}")
+    print(f"ok: ddp {args.nproc} ranks, {STEPS} iterations, {len(signatures[0])} recognized ids")
+
+
+if __name__ == "__main__":
+    main()

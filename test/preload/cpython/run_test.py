@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""Runs test/preload/cpython/workload.py under LD_PRELOAD with one interpreter and checks what
+the CPython hooks recorded.
+
+  run_test.py --lib LIB --python PY [--probe | --perftracker CLI] [--case NAME]
+
+--probe: LIB is libperftracker_cpython_probe.so (the hooks with a test-double recorder that
+         writes exact per-slot totals to probe-rank-0.tsv).
+--perftracker CLI: LIB is the real libperftracker.so; totals come from `CLI dump` of the ring
+         file, summed over every window.
+Cases: workload (default), cprofile (the workload under cProfile: both see every call),
+torch_profiler (torch.profiler with_stack sees the same stacks with and without us),
+evaluator_reset (another tool restores the default evaluator: reinstalled, one warning),
+disabled, norank, unknown_version.
+"""
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+KIND = {1: "python", 6: "collective", 7: "sync", 8: "gc", 9: "dataloader"}
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def expect(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def run(args, env_extra, tmp, script="workload.py", unset=(), python_args=()):
+    env = dict(os.environ)
+    for k in list(env):
+        if k.startswith("PERFTRACKER_") or k in ("RANK", "LOCAL_RANK"):
+            del env[k]
+    env.update({"LD_PRELOAD": args.lib, "PERFTRACKER_DIR": tmp, "RANK": "0",
+                "PERFTRACKER_JOB_ID": "cpython-test"})
+    for k in unset:
+        env.pop(k, None)
+    env.update(env_extra)
+    p = subprocess.run([args.python, *python_args, os.path.join(HERE, script)], env=env,
+                       capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        fail(f"{args.python} exited {p.returncode}: {p.stderr[-2000:]}")
+    return p
+
+
+class Fn:
+    def __init__(self, key, kind, parent, name):
+        self.key, self.kind, self.parent, self.name = key, kind, parent, name
+        self.count = self.total = self.self_ns = 0
+
+
+def load_probe(tmp):
+    fns, iterations, stack = {}, 0, []
+    path = os.path.join(tmp, "probe-rank-0.tsv")
+    expect(os.path.exists(path), "no probe output")
+    for line in open(path):
+        cols = line.rstrip("\n").split("\t")
+        if cols[0] == "fn":
+            fn = Fn(int(cols[1]), KIND.get(int(cols[2]), cols[2]), int(cols[3]), cols[7])
+            fn.count, fn.total, fn.self_ns = int(cols[4]), int(cols[5]), int(cols[6])
+            fns[fn.key] = fn
+        elif cols[0] == "iterations":
+            iterations = int(cols[1])
+        elif cols[0] == "stack":
+            stack.append(cols[1])
+    return fns, iterations, stack
+
+
+def load_ring(cli, tmp):
+    files = glob.glob(os.path.join(tmp, "**", "rank-0.ptr"), recursive=True)
+    expect(len(files) == 1, f"expected one ring file, found {files}")
+    out = subprocess.run([cli, "dump", files[0]], capture_output=True, text=True, check=True)
+    fns, iterations, stack = {}, 0, []
+    for line in out.stdout.splitlines():
+        rec = json.loads(line)
+        if rec.get("type") == "live":
+            stack = rec.get("python_stack") or []
+        if rec.get("type") != "window":
+            continue
+        window = rec
+        iterations += window["iterations"]["count"]
+        for p in window["functions"]:
+            fn = fns.get(p["id"])
+            if fn is None:
+                fn = fns[p["id"]] = Fn(p["id"], p["kind"], p["parent_id"] or -1, p["name"])
+            fn.count += p["count"]
+            fn.total += p["total_ns"]
+            fn.self_ns += p["self_ns"]
+    return fns, iterations, stack
+
+
+def find(fns, qualname, parent=None):
+    """Functions whose qualname is `qualname` (and whose caller's qualname is `parent`)."""
+    out = [f for f in fns.values() if f.name.rsplit(":", 1)[-1] == qualname and f.count]
+    if parent is not None:
+        out = [f for f in out if f.parent in fns and fns[f.parent].name.rsplit(":", 1)[-1] == parent]
+    return out
+
+
+def check_workload(fns, iterations, stack, probe, minor):
+    f_g, f_h = find(fns, "f", "g"), find(fns, "f", "h")
+    expect(len(f_g) == 1 and f_g[0].count == 1000, f"f from g: {[x.count for x in f_g]}")
+    expect(len(f_h) == 1 and f_h[0].count == 10, f"f from h: {[x.count for x in f_h]}")
+    expect(f_g[0].key != f_h[0].key, "f from g and from h share an id")
+    g = find(fns, "g", "main")
+    expect(len(g) == 1 and g[0].count == 1, "g called once from main")
+    expect(0 < g[0].self_ns < g[0].total, f"g: self {g[0].self_ns} < inclusive {g[0].total}")
+    expect(g[0].total >= f_g[0].total, "g inclusive covers its callees")
+    s = find(fns, "sleeper", "main")
+    expect(len(s) == 1 and s[0].count == 5, "sleeper called 5 times")
+    ratio = s[0].total / 0.25e9
+    expect(0.95 < ratio < 1.6, f"5 x 50 ms sleeps measured as {s[0].total / 1e6:.1f} ms")
+    expect(s[0].self_ns > 0.9 * s[0].total, "sleep is self time (C code)")
+    leaf = find(fns, "leaf", "worker")
+    expect(len(leaf) == 1 and leaf[0].count == 300, "thread started later: leaf x300")
+    gen = find(fns, "gen", "main")
+    # 5 yields + the final return; 3.11+ also evaluates the creating call (RETURN_GENERATOR).
+    resumptions = 7 if minor >= 11 else 6
+    expect(len(gen) == 1 and gen[0].count == resumptions,
+           f"generator evaluations: {[x.count for x in gen]}")
+    expect(len(find(fns, "raise_inside", "main")) == 1, "a call that raises is recorded")
+    expect(iterations == 7, f"iterations: {iterations}")
+    gcs = [f for f in fns.values() if f.kind == "gc" and f.count]
+    expect(sum(f.count for f in gcs) >= 3, f"gc events: {[(f.name, f.count) for f in gcs]}")
+    expect(all(f.kind == "python" for f in find(fns, "g")), "plain functions are kPython")
+    if probe:
+        names = [n.rsplit(":", 1)[-1] for n in stack]
+        expect("main" in names and "train_step" not in names[:-1] and names[0] == "<module>",
+               f"live python stack: {names}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--python", required=True)
+    ap.add_argument("--probe", action="store_true")
+    ap.add_argument("--perftracker")
+    ap.add_argument("--case", default="workload")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.case == "workload":
+            p = run(args, {"PERFTRACKER_STEP_FUNCTION": "train_step"}, tmp)
+            expect("workload: done" in p.stdout, "workload output")
+            expect("perftracker:" not in p.stderr, f"unexpected warnings: {p.stderr}")
+            data = load_probe(tmp) if args.probe else load_ring(args.perftracker, tmp)
+            minor = int(p.stdout.split("workload: done (3, ")[1].split(")")[0])
+            check_workload(*data, probe=args.probe, minor=minor)
+        elif args.case == "cprofile":
+            p = run(args, {"PERFTRACKER_STEP_FUNCTION": "train_step"}, tmp,
+                    python_args=("-m", "cProfile", "-s", "calls"))
+            rows = [l.split() for l in p.stdout.splitlines() if l.endswith("(f)")]
+            expect(rows and rows[0][0] == "1017", f"cProfile's count of f: {rows}")
+            data = load_probe(tmp) if args.probe else load_ring(args.perftracker, tmp)
+            expect(sum(x.count for x in find(data[0], "f")) == 1017, "our count of f")
+            expect(data[1] == 7, f"iterations under cProfile: {data[1]}")
+        elif args.case == "torch_profiler":
+            counts = []
+            for extra, unset in (({}, ()), ({}, ("LD_PRELOAD", "RANK"))):
+                p = run(args, extra, tmp, script="profiler_workload.py", unset=unset)
+                counts.append(p.stdout.split("our frames: ")[1].split()[0])
+            expect(counts[0] == counts[1] and int(counts[0]) > 0, f"profiler events {counts}")
+            fns = load_probe(tmp)[0] if args.probe else load_ring(args.perftracker, tmp)[0]
+            expect([x.count for x in find(fns, "f", "step")] == [20], "our count of f")
+        elif args.case == "evaluator_reset":
+            p = run(args, {}, tmp, script="reset_workload.py")
+            warnings = [l for l in p.stderr.splitlines() if l.startswith("perftracker:")]
+            expect(len(warnings) == 1 and "reinstalled" in warnings[0], f"stderr: {p.stderr}")
+            fns = load_probe(tmp)[0] if args.probe else load_ring(args.perftracker, tmp)[0]
+            counts = {q: [x.count for x in find(fns, "f", q)] for q in ("before", "after")}
+            expect(counts == {"before": [50], "after": [100]}, f"f counts: {counts}")
+        elif args.case in ("disabled", "norank"):
+            extra = {"PERFTRACKER_ENABLE": "0"} if args.case == "disabled" else {}
+            unset = ("RANK",) if args.case == "norank" else ()
+            p = run(args, extra, tmp, unset=unset)
+            expect("workload: done" in p.stdout, "workload output")
+            expect(p.stderr == "", f"stderr: {p.stderr}")
+            expect(os.listdir(tmp) == [], f"files written: {os.listdir(tmp)}")
+        elif args.case == "unknown_version":
+            p = run(args, {"PERFTRACKER_PY_FORCE_VERSION": "3.8"}, tmp)
+            expect("workload: done" in p.stdout, "workload output")
+            warnings = [l for l in p.stderr.splitlines() if l.startswith("perftracker:")]
+            expect(len(warnings) == 1 and "not supported" in warnings[0], f"stderr: {p.stderr}")
+            fns = load_probe(tmp)[0] if args.probe else load_ring(args.perftracker, tmp)[0]
+            expect(not [f for f in fns.values() if f.kind in ("python", "gc") and f.count],
+                   "an unsupported version records nothing from Python")
+        else:
+            fail("unknown case " + args.case)
+    print(f"ok: {args.case} {os.path.basename(args.python)} {'probe' if args.probe else 'ring'}")
+
+
+if __name__ == "__main__":
+    main()
