@@ -30,7 +30,7 @@ void RegisterKernels();
 // Looks a kernel up by its short Python-facing name ("gelu", "add", ...); false if unknown.
 bool KernelByName(const char* name, Kernel* out);
 
-// Launches: one cudaLaunchKernel each.
+// Launches: one cudaLaunchKernel each; GEMMs one cublasGemmEx (a driver-level launch).
 cudaError_t LaunchGemm(int64_t m, int64_t n, int64_t k, cudaStream_t stream);
 cudaError_t LaunchAttention(int64_t batch, int64_t heads, int64_t seq, int64_t head_dim,
                             bool backward, cudaStream_t stream);

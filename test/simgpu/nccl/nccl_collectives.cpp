@@ -22,12 +22,35 @@ thread_local int t_group_depth = 0;
 thread_local std::vector<Op> t_pending;
 std::atomic<int64_t> g_op_number{0};
 
-const char* KernelNameFor(const Op& op) {
-  static const char* const kNames[] = {
-      "ncclDevKernel_AllReduce_Sum_RING_LL",     "ncclDevKernel_AllGather_RING_LL",
-      "ncclDevKernel_ReduceScatter_Sum_RING_LL", "ncclDevKernel_Broadcast_RING_LL",
-      "ncclDevKernel_Reduce_Sum_RING_LL",        "ncclDevKernel_SendRecv"};
-  return InternName(kNames[static_cast<int>(op.kind)]);
+const char* TypeName(ncclDataType_t type) {
+  switch (type) {
+    case ncclInt8: return "i8";
+    case ncclUint8: return "u8";
+    case ncclInt32: return "i32";
+    case ncclUint32: return "u32";
+    case ncclInt64: return "i64";
+    case ncclUint64: return "u64";
+    case ncclFloat16: return "f16";
+    case ncclFloat32: return "f32";
+    case ncclFloat64: return "f64";
+    case ncclBfloat16: return "bf16";
+    case ncclFloat8e4m3: return "f8e4m3";
+    case ncclFloat8e5m2: return "f8e5m2";
+    default: return "x";
+  }
+}
+
+// NCCL's kernel names: collective, reduction, data type (where it matters), algorithm, protocol.
+std::string KernelNameFor(const Op& op) {
+  static const char* const kNames[] = {"AllReduce_Sum_", "AllGather", "ReduceScatter_Sum_",
+                                       "Broadcast",      "Reduce_Sum_", "SendRecv"};
+  std::string name = "ncclDevKernel_";
+  name += kNames[static_cast<int>(op.kind)];
+  if (op.kind == CollKind::kSendRecv) return name;
+  if (name.back() == '_') name += TypeName(op.type);
+  const bool tree = GetConfig().nccl_algo == "tree" && op.kind == CollKind::kAllReduce;
+  name += tree ? "_TREE_LL" : "_RING_LL";
+  return name;
 }
 
 // SIMGPU_HANG: this rank stops for good before issuing the chosen op, as a rank stuck in
@@ -40,24 +63,20 @@ void MaybeHang(int64_t op_number) {
   for (;;) pause();
 }
 
-void Launch(std::vector<Op> ops) {
-  // One fused item per stream, in issue order.
+ncclResult_t Launch(std::vector<Op> ops) {
+  // One fused kernel per stream, in issue order.
+  ncclResult_t result = ncclSuccess;
   while (!ops.empty()) {
     cudaStream_t stream = ops.front().stream;
     std::vector<Op> batch;
     std::vector<Op> rest;
     for (Op& op : ops) (op.stream == stream ? batch : rest).push_back(std::move(op));
-    Stream* s = ResolveStreamHandle(batch.front().comm->device, stream, false);
-    WorkSpec spec;
-    spec.kind = WorkKind::kComm;
-    spec.kernel.name = KernelNameFor(batch.front());
-    spec.kernel.grid[0] = 16;  // channels
-    spec.kernel.block[0] = 512;
-    spec.correlation_id = NextCorrelationId();
-    spec.exec = [batch](int64_t ready_ns) { return RunOps(batch, ready_ns); };
-    Device::Get(s->device())->Enqueue(s, std::move(spec));
+    const std::string name = KernelNameFor(batch.front());
+    const ncclResult_t rc = LaunchOnDevice(std::move(batch), name.c_str());
+    if (rc != ncclSuccess) result = rc;
     ops = std::move(rest);
   }
+  return result;
 }
 
 ncclResult_t Collective(CollKind kind, uint64_t count, ncclDataType_t type, ncclComm_t comm,
@@ -70,6 +89,7 @@ ncclResult_t Collective(CollKind kind, uint64_t count, ncclDataType_t type, nccl
   op.comm = comm->shared;
   op.stream = stream;
   op.bytes = count * size * (per_rank_count ? comm->shared->group->nranks() : 1);
+  op.type = type;
   op.seq = comm->next_collective++;
   return Issue(std::move(op));
 }
@@ -130,8 +150,7 @@ ncclResult_t Issue(Op op) {
   }
   std::vector<Op> ops;
   ops.push_back(std::move(op));
-  Launch(std::move(ops));
-  return ncclSuccess;
+  return Launch(std::move(ops));
 }
 
 }  // namespace simgpu::nccl
@@ -195,7 +214,7 @@ ncclResult_t pncclGroupEnd() {
   if (--sn::t_group_depth == 0 && !sn::t_pending.empty()) {
     std::vector<sn::Op> ops = std::move(sn::t_pending);
     sn::t_pending.clear();
-    sn::Launch(std::move(ops));
+    return sn::Launch(std::move(ops));
   }
   return ncclSuccess;
 }

@@ -30,6 +30,7 @@ struct Op {
   std::shared_ptr<CommShared> comm;
   cudaStream_t stream = nullptr;
   uint64_t bytes = 0;  // the full buffer (see CollectiveNs)
+  ncclDataType_t type = ncclFloat32;  // names the kernel, as NCCL's per-type kernels
   int peer = -1;       // send/recv only
   bool is_send = false;
   uint64_t seq = 0;       // collective number on the communicator, or p2p message index
@@ -62,6 +63,11 @@ ncclResult_t Issue(Op op);
 int64_t RunOps(const std::vector<Op>& ops, int64_t ready_ns);
 
 size_t TypeBytes(ncclDataType_t type);
+
+// Launches a fused batch of ops (one stream) as the kernel `kernel_name`, through the driver's
+// cuLaunchKernel as NCCL >= 2.22 does (nccl_launch.cpp). ncclUnhandledCudaError when the
+// driver cannot be loaded or refuses the launch.
+ncclResult_t LaunchOnDevice(std::vector<Op> batch, const char* kernel_name);
 
 }  // namespace simgpu::nccl
 

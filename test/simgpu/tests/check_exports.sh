@@ -10,7 +10,7 @@ symbols() {  # "name@version" per defined dynamic symbol
   objdump -T "$1" | awk '$2 ~ /g|w/ && $0 !~ /\*UND\*/ && NF >= 7 { print $NF "@" $(NF-1) }' |
     grep -v '^lib.*@lib' | sort -u
 }
-for lib in libcudart.so.13 libnccl.so.2 libcupti.so.13; do
+for lib in libcudart.so.13 libnccl.so.2 libcupti.so.13 libcuda.so.1 libcublas.so.13 libcublasLt.so.13; do
   if [ ! -e "$real/$lib" ]; then
     echo "skip $lib: no real library in $real"
     continue

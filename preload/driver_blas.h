@@ -1,0 +1,83 @@
+// cuBLAS / cuBLASLt hooks' building blocks: the real library symbols, and GEMM patterns keyed by
+// shape class, so that the same GEMM on different ranks lands in the same-named pattern.
+//
+// Shape class: m, n, k and batch rounded up to three significant bits (4096, 5120, 6144, 7168,
+// 8192, ...: model dimensions are exact, odd ones share a bucket, about 8 buckets per octave),
+// plus the API, the transposes, the data types and the compute type. The pattern's name is
+// derived from the class only -- e.g. "cublasGemmEx bf16,bf16->bf16 f32 tn m=8192 n=12288
+// k=4096" -- so 2*m*n*k*batch of the name divided by the device time is the achieved FLOP rate.
+//
+// Hot path (FindGemm, SampleGemm): one hash, a few relaxed loads, no locks, no allocation.
+// Cold path (first sight of a class): InternFunction under the recorder's mutex.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "preload/recorder.h"
+
+namespace perftracker::preload::blas {
+
+enum class Library : uint8_t { kCublas, kCublasLt };
+
+// Like preload/symbols.h's RealSymbol, for the BLAS libraries.
+struct RealSymbol {
+  const char* name;
+  Library library;
+  std::atomic<void*> address{nullptr};
+
+  template <typename Fn>
+  Fn Get() {
+    void* p = address.load(std::memory_order_acquire);
+    if (p == nullptr) [[unlikely]] p = ResolveCold();
+    return reinterpret_cast<Fn>(p);
+  }
+  [[gnu::cold, gnu::noinline]] void* ResolveCold();
+};
+void ResolveAll(RealSymbol* symbols, size_t count);
+
+enum class Api : uint8_t {
+  kGemmEx,
+  kGemmStridedBatchedEx,
+  kSgemm,
+  kSgemmStridedBatched,
+  kHgemm,
+  kHgemmStridedBatched,
+  kLtMatmul,
+};
+
+struct GemmShape {
+  Api api;
+  bool trans_a;
+  bool trans_b;
+  int a_type;   // cudaDataType
+  int b_type;
+  int c_type;
+  int compute;  // cublasComputeType_t
+  int64_t m, n, k, batch;
+};
+
+// Who writes, who reads: any thread calling cuBLAS. A class claims an entry with one CAS and
+// keeps it; its slot is interned once (idempotent). Full table: the call is not recorded.
+struct GemmEntry {
+  std::atomic<uint64_t> key{0};
+  std::atomic<Slot> slot{kNoSlot - 1};
+  std::atomic<uint32_t> calls{0};  // sampling counter
+};
+
+// The entry of `shape`'s class (null when the table is full) and its pattern slot.
+GemmEntry* FindGemm(const GemmShape& shape);
+Slot GemmSlot(GemmEntry* entry, const GemmShape& shape);
+// True on the 1st, (N+1)th, ... call of the class (N = PERFTRACKER_SAMPLE_EVERY; 0: never).
+bool SampleGemm(GemmEntry* entry);
+void SetGemmSampleEvery(uint32_t every);
+
+// Exposed for tests: a dimension's class value, and the pattern name of a shape.
+int64_t ShapeClassDim(int64_t d);
+void GemmName(const GemmShape& shape, char* out, size_t size);
+
+// True while this thread is inside a cuBLAS hook: cuBLAS calling cuBLASLt is one GEMM.
+inline thread_local bool t_in_blas [[gnu::tls_model("initial-exec")]] = false;
+
+}  // namespace perftracker::preload::blas

@@ -1,0 +1,130 @@
+// The dlsym interposition of the driver tier (see preload/driver_tier.h).
+//
+// glibc's dlsym finds the caller's object from its return address, so a C++ wrapper that calls
+// it would make every RTLD_NEXT (and RTLD_DEFAULT) lookup relative to libperftracker.so instead
+// of the caller (dmtcp/dmtcp#944, llnl/GOTCHA#101). The exported entry is therefore assembly
+// that never changes the return address: it tail-jumps to glibc's dlsym unless the tier is on,
+// and with the tier on calls DlsymSlow only to ask whether to tail-jump or to return a value.
+// Our own dlsym calls (-Bsymbolic binds them to this entry) pass through the same way.
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "preload/driver_tier.h"
+#include "preload/log.h"
+
+// Read by the assembly entry (plain loads; written once before the tier starts, atomically).
+extern "C" {
+[[gnu::visibility("hidden")]] void* perftracker_dlsym_real = nullptr;
+[[gnu::visibility("hidden")]] unsigned char perftracker_dlsym_hooked = 0;
+}
+
+namespace perftracker::preload::driver {
+namespace {
+
+using DlsymFn = void* (*)(void*, const char*);
+
+// glibc >= 2.34 exports dlsym under both versions (libdl merged into libc); older ones have the
+// base version of the architecture only.
+[[gnu::cold, gnu::noinline]] void* ResolveRealDlsym() {
+  static const char* const kVersions[] = {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17"};
+  for (const char* version : kVersions) {
+    if (void* p = dlvsym(RTLD_NEXT, "dlsym", version)) {
+      __atomic_store_n(&perftracker_dlsym_real, p, __ATOMIC_RELEASE);
+      return p;
+    }
+  }
+  // Nothing to forward to: every dlsym in the process would fail. Nothing sensible remains.
+  Warn("cannot find glibc's dlsym (dlvsym failed); set PERFTRACKER_ENABLE=0 or unset LD_PRELOAD");
+  abort();
+}
+
+DlsymFn Real() {
+  void* p = __atomic_load_n(&perftracker_dlsym_real, __ATOMIC_ACQUIRE);
+  return reinterpret_cast<DlsymFn>(p != nullptr ? p : ResolveRealDlsym());
+}
+
+// Before any other constructor of ours: most lookups then take the two-instruction path.
+[[gnu::constructor(101)]] void ResolveEarly() { Real(); }
+
+}  // namespace
+
+void* RealDlsym(void* handle, const char* name) { return Real()(handle, name); }
+
+void EnableDlsymInterposition() {
+#if defined(__x86_64__)
+  Real();
+  __atomic_store_n(&perftracker_dlsym_hooked, 1, __ATOMIC_RELEASE);
+#else
+  Disable("the dlsym entry is implemented for x86-64 only");
+#endif
+}
+
+}  // namespace perftracker::preload::driver
+
+namespace pd = perftracker::preload::driver;
+
+// What the entry does next: tail-jump to `jump` (glibc decides, caller intact), or return
+// `value` when jump is null. Two pointers: returned in RAX:RDX.
+struct DlsymDecision {
+  void* jump;
+  void* value;
+};
+
+extern "C" [[gnu::visibility("hidden"), gnu::used]] DlsymDecision perftracker_dlsym_slow(
+    void* handle, const char* name) {
+  void* real_dlsym = reinterpret_cast<void*>(pd::Real());
+  // RTLD_NEXT depends on the caller's object: only glibc, reached with the caller's return
+  // address, can answer it. Interposers that chain to libcuda use it; they stay unwrapped.
+  if (!__atomic_load_n(&perftracker_dlsym_hooked, __ATOMIC_ACQUIRE) || handle == RTLD_NEXT ||
+      name == nullptr || !pd::Enabled() || !pd::IsDriverSymbol(name)) {
+    return {real_dlsym, nullptr};
+  }
+  // An explicit handle resolves the same for every caller. RTLD_DEFAULT searches the caller's
+  // scope, which for us is the global one: if that misses, let glibc answer for the caller.
+  void* real = pd::RealDlsym(handle, name);
+  if (real == nullptr) return {real_dlsym, nullptr};
+  return {nullptr, pd::WrapDriverSymbol(name, real)};
+}
+
+#if defined(__x86_64__)
+// dlsym(handle, name): rdi, rsi. Tail jumps keep the caller's return address on the stack.
+__asm__(R"(
+  .text
+  .globl dlsym
+  .type dlsym, @function
+  .p2align 4
+dlsym:
+  .cfi_startproc
+  endbr64
+  movq perftracker_dlsym_real(%rip), %rax
+  testq %rax, %rax
+  jz 1f
+  cmpb $0, perftracker_dlsym_hooked(%rip)
+  jne 1f
+  jmp *%rax
+1:
+  pushq %rdi
+  .cfi_adjust_cfa_offset 8
+  pushq %rsi
+  .cfi_adjust_cfa_offset 8
+  subq $8, %rsp
+  .cfi_adjust_cfa_offset 8
+  call perftracker_dlsym_slow
+  addq $8, %rsp
+  .cfi_adjust_cfa_offset -8
+  popq %rsi
+  .cfi_adjust_cfa_offset -8
+  popq %rdi
+  .cfi_adjust_cfa_offset -8
+  testq %rax, %rax
+  jz 2f
+  jmp *%rax
+2:
+  movq %rdx, %rax
+  ret
+  .cfi_endproc
+  .size dlsym, .-dlsym
+)");
+#endif
