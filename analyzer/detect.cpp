@@ -26,23 +26,6 @@ double FunctionNs(const FunctionInfo& info, const FunctionSum& sum) {
   }
 }
 
-Aggregate AggregateOf(const FunctionInfo& info) {
-  if (info.comm) return Aggregate::kNone;
-  switch (info.kind) {
-    case FunctionKind::kKernel:
-      return Aggregate::kKernels;
-    case FunctionKind::kPython:
-      return Aggregate::kPython;
-    case FunctionKind::kCudaApi:
-      return Aggregate::kCudaApi;
-    case FunctionKind::kMemcpy:
-    case FunctionKind::kMemset:
-      return Aggregate::kMemcpy;
-    default:
-      return Aggregate::kNone;
-  }
-}
-
 std::array<double, 6> Aggregates(const Dataset& ds, const Slot& s) {
   std::array<double, 6> a{};
   const auto& fns = ds.catalog.functions();
@@ -174,6 +157,23 @@ bool Blocking(FunctionKind k) {
 }
 
 }  // namespace
+
+Aggregate AggregateOf(const FunctionInfo& info) {
+  if (info.comm) return Aggregate::kNone;
+  switch (info.kind) {
+    case FunctionKind::kKernel:
+      return Aggregate::kKernels;
+    case FunctionKind::kPython:
+      return Aggregate::kPython;
+    case FunctionKind::kCudaApi:
+      return Aggregate::kCudaApi;
+    case FunctionKind::kMemcpy:
+    case FunctionKind::kMemset:
+      return Aggregate::kMemcpy;
+    default:
+      return Aggregate::kNone;
+  }
+}
 
 std::string_view AggregateName(Aggregate a) {
   switch (a) {

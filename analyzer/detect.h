@@ -77,6 +77,8 @@ double MetricValue(const Frame& f, size_t rank_index, size_t slot_index, int32_t
                    Aggregate aggregate);
 const Slot* SlotAt(const Frame& f, size_t rank_index, size_t slot_index);
 std::string_view AggregateName(Aggregate a);
+// The kind sum a function belongs to (kNone for collectives and kinds without a sum).
+Aggregate AggregateOf(const FunctionInfo& info);
 
 // Windows a finding must be seen in, out of `present`.
 int NeededWindows(int present);

@@ -179,21 +179,7 @@ void DemoteCommunicationGrowth(std::vector<Candidate>* cands) {
 
 Aggregate AggregateClass(const Frame& f, int32_t fn) {
   if (fn < 0) return Aggregate::kNone;
-  const FunctionInfo& info = f.ds->catalog.functions()[static_cast<size_t>(fn)];
-  if (info.comm) return Aggregate::kNone;
-  switch (info.kind) {
-    case FunctionKind::kKernel:
-      return Aggregate::kKernels;
-    case FunctionKind::kPython:
-      return Aggregate::kPython;
-    case FunctionKind::kCudaApi:
-      return Aggregate::kCudaApi;
-    case FunctionKind::kMemcpy:
-    case FunctionKind::kMemset:
-      return Aggregate::kMemcpy;
-    default:
-      return Aggregate::kNone;
-  }
+  return AggregateOf(f.ds->catalog.functions()[static_cast<size_t>(fn)]);
 }
 
 double Relative(const Candidate& c) {
