@@ -13,7 +13,33 @@ namespace perftracker::preload {
   X(JOB_ID, String, job_id, nullptr,                                                           \
     "job id; default `TORCHELASTIC_RUN_ID`, then `SLURM_JOB_ID`, else generated")               \
   X(RING_MB, Uint, ring_mb, 64, "size of each rank's ring file in MiB (at least 1)")            \
-  X(VERBOSE, Bool, verbose, false, "`1` prints the resolved configuration at start-up")
+  X(WINDOW_ITERS, Uint, window_iters, 10,                                                       \
+    "iterations per window; windows end on multiples of it, alike on every rank")               \
+  X(WINDOW_S, Uint, window_s, 20, "window length in seconds while no iteration is recognized")   \
+  X(DRAIN_MS, Uint, drain_ms, 20, "how often the writer thread drains the per-thread buffers")   \
+  X(THREAD_EVENTS, Uint, thread_events, 65536,                                                  \
+    "events buffered per thread between drains (48 bytes each); more are dropped and counted")  \
+  X(MAX_FUNCTIONS, Uint, max_functions, 16384,                                                  \
+    "distinct functions (call paths, kernels, call sites) recorded per process")                \
+  X(SAMPLE_EVERY, Uint, sample_every, 64,                                                       \
+    "device time of 1 in N kernel launches / copies per call site (timing events); 0 = none")  \
+  X(CUPTI, Bool, cupti, false,                                                                  \
+    "`1` times every kernel and copy with CUPTI activity records (off if another CUPTI user)")  \
+  X(DRIVER, Bool, driver, false,                                                                \
+    "`1` records kernels launched through the driver API (NCCL >= 2.22, cuBLAS, Triton) by "   \
+    "interposing `dlsym` and wrapping `cuGetProcAddress`")                                     \
+  X(VERBOSE, Bool, verbose, false, "`1` prints the resolved configuration at start-up")        \
+  X(PYTHON, Bool, python, true, "`0` leaves Python functions unrecorded")                      \
+  X(PY_DEPTH, Uint, py_depth, 12,                                                              \
+    "call-path depth of Python functions; deeper calls fold into their ancestor")              \
+  X(STEP_FUNCTION, String, step_function, nullptr,                                             \
+    "comma-separated globs of the iteration function (qualname or `file:qualname`); "          \
+    "default: optimizers' `step`")                                                             \
+  X(PY_INCLUDE, String, py_include, nullptr,                                                   \
+    "comma-separated `[kind=]glob`s: without a kind, record only matching Python functions; "  \
+    "with one (`dataloader`, `sync`, `collective`, `gc`, `python`), recognize them as it")     \
+  X(PY_FORCE_VERSION, String, py_force_version, nullptr,                                       \
+    "testing: treat the interpreter as this `3.N` version (an unknown one: pass-through)")
 
 struct Config {
 #define PERFTRACKER_CONFIG_FIELD(NAME, TYPE, field, def, doc) TYPE##Value field = def;

@@ -1,0 +1,219 @@
+// NCCL hooks: every collective and point-to-point call of nccl.h 2.28, and group start/end.
+//
+// Per call: the communicator's sequence number, bytes (count x dtype size), the host time of the
+// API call and its launch time (RecordCollectiveLaunch), and the device duration from a pooled
+// event pair: start before the op on its stream, end after it -- or, inside a group, after the
+// outermost ncclGroupEnd, because only then is the work launched. The duration includes the
+// time spent waiting for late peers, so the last rank to arrive has the shortest one.
+#include "preload/cuda_hook.h"
+#include "preload/nccl_comms.h"
+
+namespace perftracker::preload {
+namespace {
+
+using Op = format::CollectiveOp;
+
+RealSymbol g_real[] = {
+    {"ncclAllReduce", Library::kNccl}, {"ncclAllGather", Library::kNccl},
+    {"ncclReduceScatter", Library::kNccl}, {"ncclBroadcast", Library::kNccl},
+    {"ncclBcast", Library::kNccl}, {"ncclReduce", Library::kNccl},
+    {"ncclAlltoAll", Library::kNccl}, {"ncclGather", Library::kNccl},
+    {"ncclScatter", Library::kNccl}, {"ncclSend", Library::kNccl},
+    {"ncclRecv", Library::kNccl}, {"ncclGroupStart", Library::kNccl},
+    {"ncclGroupEnd", Library::kNccl},
+};
+enum Real {
+  kAllReduce, kAllGather, kReduceScatter, kBroadcast, kBcast, kReduce, kAlltoAll, kGather,
+  kScatter, kSend, kRecv, kGroupStart, kGroupEnd
+};
+
+[[gnu::constructor]] void ResolveNccl() { ResolveAll(g_real, std::size(g_real)); }
+
+// Ops issued inside a group wait here for their end events until the outermost ncclGroupEnd.
+struct Deferred {
+  int32_t timer;
+  cudaStream_t stream;
+  TimerTarget target;
+};
+constexpr int kMaxDeferred = 256;
+struct GroupState {
+  int depth = 0;
+  int deferred_count = 0;
+  Deferred deferred[kMaxDeferred];
+};
+thread_local GroupState t_group;
+
+void FinishTimer(int32_t timer, cudaStream_t stream, const TimerTarget& target) {
+  if (timer == kNoTimer) return;
+  if (t_group.depth == 0) return TimerEnd(timer, stream, target);
+  if (t_group.deferred_count == kMaxDeferred) return TimerCancel(timer);
+  t_group.deferred[t_group.deferred_count++] = {timer, stream, target};
+}
+
+// One collective or p2p call of `count` elements of `type`, forwarded by `call`.
+template <typename Call>
+ncclResult_t Collective(Op op, const char* name, size_t count, ncclDataType_t type, int peer,
+                        ncclComm_t comm, cudaStream_t stream, Call call) {
+  HookScope scope;
+  CommEntry* entry = FindComm(comm);
+  if (entry == nullptr) return call();
+  const Slot slot = EnsureIdentity(entry, comm)
+                        ? CollectiveSlot(entry, op, peer, count * DtypeBytes(type), name)
+                        : kNoSlot;
+  // Captured ops run at graph launch: no events then (a collective without device time is
+  // covered by the completion of the next one on its communicator).
+  const int32_t timer = slot != kNoSlot ? TimerStart(stream) : kNoTimer;
+  const uint64_t start = NowNs();
+  const ncclResult_t rc = call();
+  const uint64_t end = NowNs();
+  if (rc != ncclSuccess && rc != ncclInProgress) {
+    TimerCancel(timer);
+    return rc;
+  }
+  const uint64_t seq = entry->seq.fetch_add(1, std::memory_order_relaxed);
+  if (slot == kNoSlot) return rc;
+  RecordCollectiveLaunch(slot, seq, start, end - start);
+  FinishTimer(timer, stream, {TimerTarget::Kind::kCollective, slot, seq});
+  return rc;
+}
+
+}  // namespace
+}  // namespace perftracker::preload
+
+using namespace perftracker::preload;  // NOLINT: the hooks are extern "C" at global scope
+
+PERFTRACKER_HOOK ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count,
+                                            ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
+                                            cudaStream_t stream) {
+  const auto real = g_real[kAllReduce].Get<decltype(&ncclAllReduce)>();
+  if (real == nullptr) return ncclSystemError;
+  if (!NcclTracing()) return real(send, recv, count, type, op, comm, stream);
+  return Collective(Op::kAllReduce, "ncclAllReduce", count, type, -1, comm, stream,
+                    [&] { return real(send, recv, count, type, op, comm, stream); });
+}
+
+// AllGather's count is what each rank sends; the bytes of the pattern are the same.
+PERFTRACKER_HOOK ncclResult_t ncclAllGather(const void* send, void* recv, size_t count,
+                                            ncclDataType_t type, ncclComm_t comm,
+                                            cudaStream_t stream) {
+  const auto real = g_real[kAllGather].Get<decltype(&ncclAllGather)>();
+  if (real == nullptr) return ncclSystemError;
+  if (!NcclTracing()) return real(send, recv, count, type, comm, stream);
+  return Collective(Op::kAllGather, "ncclAllGather", count, type, -1, comm, stream,
+                    [&] { return real(send, recv, count, type, comm, stream); });
+}
+
+PERFTRACKER_HOOK ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t count,
+                                                ncclDataType_t type, ncclRedOp_t op,
+                                                ncclComm_t comm, cudaStream_t stream) {
+  const auto real = g_real[kReduceScatter].Get<decltype(&ncclReduceScatter)>();
+  if (real == nullptr) return ncclSystemError;
+  if (!NcclTracing()) return real(send, recv, count, type, op, comm, stream);
+  return Collective(Op::kReduceScatter, "ncclReduceScatter", count, type, -1, comm, stream,
+                    [&] { return real(send, recv, count, type, op, comm, stream); });
+}
+
+PERFTRACKER_HOOK ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count,
+                                            ncclDataType_t type, int root, ncclComm_t comm,
+                                            cudaStream_t stream) {
+  const auto real = g_real[kBroadcast].Get<decltype(&ncclBroadcast)>();
+  if (real == nullptr) return ncclSystemError;
+  if (!NcclTracing()) return real(send, recv, count, type, root, comm, stream);
+  return Collective(Op::kBroadcast, "ncclBroadcast", count, type, root, comm, stream,
+                    [&] { return real(send, recv, count, type, root, comm, stream); });
+}
+
+PERFTRACKER_HOOK ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t type, int root,
+                                        ncclComm_t comm, cudaStream_t stream) {
+  const auto real = g_real[kBcast].Get<decltype(&ncclBcast)>();
+  if (real == nullptr) return ncclSystemError;
+  if (!NcclTracing()) return real(buff, count, type, root, comm, stream);
+  return Collective(Op::kBroadcast, "ncclBcast", count, type, root, comm, stream,
+                    [&] { return real(buff, count, type, root, comm, stream); });
+}
+
+PERFTRACKER_HOOK ncclResult_t ncclReduce(const void* send, void* recv, size_t count,
+                                         ncclDataType_t type, ncclRedOp_t op, int root,
+                                         ncclComm_t comm, cudaStream_t stream) {
+  const auto real = g_real[kReduce].Get<decltype(&ncclReduce)>();
+  if (real == nullptr) return ncclSystemError;
+  if (!NcclTracing()) return real(send, recv, count, type, op, root, comm, stream);
+  return Collective(Op::kReduce, "ncclReduce", count, type, root, comm, stream,
+                    [&] { return real(send, recv, count, type, op, root, comm, stream); });
+}
+
+PERFTRACKER_HOOK ncclResult_t ncclAlltoAll(const void* send, void* recv, size_t count,
+                                           ncclDataType_t type, ncclComm_t comm,
+                                           cudaStream_t stream) {
+  const auto real = g_real[kAlltoAll].Get<decltype(&ncclAlltoAll)>();
+  if (real == nullptr) return ncclSystemError;
+  if (!NcclTracing()) return real(send, recv, count, type, comm, stream);
+  return Collective(Op::kAllToAll, "ncclAlltoAll", count, type, -1, comm, stream,
+                    [&] { return real(send, recv, count, type, comm, stream); });
+}
+
+PERFTRACKER_HOOK ncclResult_t ncclGather(const void* send, void* recv, size_t count,
+                                         ncclDataType_t type, int root, ncclComm_t comm,
+                                         cudaStream_t stream) {
+  const auto real = g_real[kGather].Get<decltype(&ncclGather)>();
+  if (real == nullptr) return ncclSystemError;
+  if (!NcclTracing()) return real(send, recv, count, type, root, comm, stream);
+  return Collective(Op::kGather, "ncclGather", count, type, root, comm, stream,
+                    [&] { return real(send, recv, count, type, root, comm, stream); });
+}
+
+PERFTRACKER_HOOK ncclResult_t ncclScatter(const void* send, void* recv, size_t count,
+                                          ncclDataType_t type, int root, ncclComm_t comm,
+                                          cudaStream_t stream) {
+  const auto real = g_real[kScatter].Get<decltype(&ncclScatter)>();
+  if (real == nullptr) return ncclSystemError;
+  if (!NcclTracing()) return real(send, recv, count, type, root, comm, stream);
+  return Collective(Op::kScatter, "ncclScatter", count, type, root, comm, stream,
+                    [&] { return real(send, recv, count, type, root, comm, stream); });
+}
+
+PERFTRACKER_HOOK ncclResult_t ncclSend(const void* send, size_t count, ncclDataType_t type,
+                                       int peer, ncclComm_t comm, cudaStream_t stream) {
+  const auto real = g_real[kSend].Get<decltype(&ncclSend)>();
+  if (real == nullptr) return ncclSystemError;
+  if (!NcclTracing()) return real(send, count, type, peer, comm, stream);
+  return Collective(Op::kSend, "ncclSend", count, type, peer, comm, stream,
+                    [&] { return real(send, count, type, peer, comm, stream); });
+}
+
+PERFTRACKER_HOOK ncclResult_t ncclRecv(void* recv, size_t count, ncclDataType_t type, int peer,
+                                       ncclComm_t comm, cudaStream_t stream) {
+  const auto real = g_real[kRecv].Get<decltype(&ncclRecv)>();
+  if (real == nullptr) return ncclSystemError;
+  if (!NcclTracing()) return real(recv, count, type, peer, comm, stream);
+  return Collective(Op::kRecv, "ncclRecv", count, type, peer, comm, stream,
+                    [&] { return real(recv, count, type, peer, comm, stream); });
+}
+
+PERFTRACKER_HOOK ncclResult_t ncclGroupStart() {
+  const auto real = g_real[kGroupStart].Get<decltype(&ncclGroupStart)>();
+  if (real == nullptr) return ncclSystemError;
+  const ncclResult_t rc = real();
+  if (rc == ncclSuccess && NcclTracing()) ++t_group.depth;
+  return rc;
+}
+
+PERFTRACKER_HOOK ncclResult_t ncclGroupEnd() {
+  const auto real = g_real[kGroupEnd].Get<decltype(&ncclGroupEnd)>();
+  if (real == nullptr) return ncclSystemError;
+  const ncclResult_t rc = real();
+  if (t_group.depth == 0 || --t_group.depth > 0) return rc;
+  // The outermost end launched the group's work: end events go after it, on each op's stream.
+  HookScope scope;
+  const bool launched = rc == ncclSuccess || rc == ncclInProgress;
+  for (int i = 0; i < t_group.deferred_count; ++i) {
+    const Deferred& d = t_group.deferred[i];
+    if (launched) {
+      TimerEnd(d.timer, d.stream, d.target);
+    } else {
+      TimerCancel(d.timer);
+    }
+  }
+  t_group.deferred_count = 0;
+  return rc;
+}

@@ -1,0 +1,63 @@
+// What the NCCL hooks know about each communicator: an id every member rank computes alike, its
+// size and our rank in it (through the public API only), and the per-communicator sequence
+// number of collectives.
+//
+// Who writes, who reads: init/split hooks register a communicator (any thread); collective hooks
+// read it and bump `seq` (usually one thread per communicator, atomics all the same). Entries
+// live in a fixed table keyed by the ncclComm_t pointer and are never freed: a destroyed
+// communicator's entry is reused when NCCL hands out the same pointer again (Register resets
+// it). Full table: the communicator's collectives are passed through unrecorded.
+#pragma once
+
+#include <nccl.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "preload/recorder.h"
+#include "preload/symbols.h"
+
+namespace perftracker::preload {
+
+struct CommEntry {
+  std::atomic<uintptr_t> key{0};
+  std::atomic<bool> live{false};
+  uint64_t id = 0;
+  std::atomic<bool> identity_known{false};  // size/rank read once the communicator is ready
+  uint32_t size = 0;
+  uint32_t rank = 0;
+  std::atomic<uint64_t> seq{0};
+  std::atomic<uint32_t> splits{0};  // children made so far: names the next child alike on all ranks
+};
+
+// 64-bit FNV-1a: deterministic across processes and builds, unlike std::hash.
+uint64_t HashBytes(const void* data, size_t size, uint64_t seed = 0xcbf29ce484222325ull);
+
+// Records that `comm` exists with `id` (after a successful init or split).
+void RegisterComm(ncclComm_t comm, uint64_t id);
+// Marks `comm` gone (destroy, abort).
+void ForgetComm(ncclComm_t comm);
+// The entry of `comm`, registering a communicator we never saw created (made before we were
+// active, or by an entry point we do not hook) under an id derived from the order of first
+// sight. Null when the table is full.
+CommEntry* FindComm(ncclComm_t comm);
+// Fills size/rank through ncclCommCount/ncclCommUserRank if not yet known. False while NCCL
+// cannot tell (a non-blocking communicator still initializing).
+bool EnsureIdentity(CommEntry* entry, ncclComm_t comm);
+
+// The collective pattern slot of (communicator, op, peer, bytes), interned once.
+Slot CollectiveSlot(CommEntry* entry, format::CollectiveOp op, int32_t peer, uint64_t bytes,
+                    const char* name);
+
+// Bytes of one element of `type` (0 for an unknown type).
+uint64_t DtypeBytes(ncclDataType_t type);
+
+// NCCL version check, done once through ncclGetVersion: an unknown major version makes every
+// NCCL hook a pass-through after one warning.
+bool NcclSupported();
+
+// True when an NCCL call should be recorded: an active rank, a known NCCL, not inside a hook.
+// (Not the CUDA runtime check: NCCL links its own runtime and may run without libcudart.)
+inline bool NcclTracing() { return !t_in_hook && Active() && NcclSupported(); }
+
+}  // namespace perftracker::preload

@@ -1,0 +1,174 @@
+#include "test/preload/cuda/ring_summary.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "schemas/format/ring_file.h"
+#include "schemas/format/window.h"
+
+namespace perftracker::test {
+namespace fs = std::filesystem;
+
+uint64_t RankSummary::CountPrefix(const std::string& prefix) const {
+  uint64_t n = 0;
+  for (const auto& [name, t] : top) n += name.rfind(prefix, 0) == 0 ? t.count : 0;
+  return n;
+}
+
+uint64_t RankSummary::CollectiveCount(const std::string& name) const {
+  uint64_t n = 0;
+  for (const auto& [key, c] : collectives) n += key.second == name ? c.count : 0;
+  return n;
+}
+
+std::vector<std::string> FilesUnder(const std::string& dir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  if (fs::is_regular_file(dir, ec)) return {dir};
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    if (it->is_regular_file()) files.push_back(it->path().string());
+  }
+  return files;
+}
+
+namespace {
+
+void Add(Totals& t, const format::FunctionPattern& f) {
+  t.count += f.count;
+  t.device_samples += f.device_samples;
+  t.device_ns += f.device_ns;
+  t.wait_ns += f.wait_ns;
+  t.bytes += f.bytes;
+}
+
+void AddWindow(const format::Window& w, RankSummary& s) {
+  for (const format::FunctionPattern& f : w.functions) {
+    if (f.kind == format::FunctionKind::kKernel) Add(s.kernels[f.name], f);
+    Add(f.parent < 0 ? s.top[f.name] : s.children[f.name], f);
+  }
+  for (const format::CollectivePattern& c : w.collectives) {
+    CollectiveTotals& t = s.collectives[{c.comm_id, c.name}];
+    t.comm_id = c.comm_id;
+    t.comm_size = c.comm_size;
+    t.comm_rank = c.comm_rank;
+    t.count += c.count;
+    t.device_samples += c.device_samples;
+    t.device_ns += c.device_ns;
+    t.bytes = c.bytes;
+    if (c.count > 0) {
+      t.first_seq = std::min(t.first_seq, c.first_seq);
+      t.last_seq_launched = std::max(t.last_seq_launched, c.last_seq_launched);
+    }
+    t.last_seq_completed = std::max(t.last_seq_completed, c.last_seq_completed);
+  }
+}
+
+}  // namespace
+
+RankSummary ReadRank(const std::string& dir, int rank) {
+  RankSummary s;
+  const std::string want = "rank-" + std::to_string(rank) + ".ptr";
+  for (const std::string& path : FilesUnder(dir)) {
+    if (fs::path(path).filename() != want) continue;
+    format::RingReader reader;
+    std::string error;
+    if (reader.OpenFile(path, &error) != format::ReadStatus::kOk) continue;
+    s.found = true;
+    s.live = reader.contents().live;
+    reader.ForEachRecord([&](uint64_t, std::span<const uint8_t> bytes) {
+      format::Window w;
+      if (format::DecodeWindow(bytes, &w)) AddWindow(w, s);
+      return true;
+    });
+  }
+  return s;
+}
+
+int Spawn(const std::vector<std::string>& argv, const Env& env) {
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  for (const auto& [k, v] : env) {
+    if (v == "\x01") {
+      unsetenv(k.c_str());
+    } else {
+      setenv(k.c_str(), v.c_str(), 1);
+    }
+  }
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  execv(args[0], args.data());
+  _exit(127);
+}
+
+int Run(const std::vector<std::string>& argv, const Env& env, int timeout_s, std::string* out) {
+  std::string out_path;
+  Env full = env;
+  int saved = -1;
+  if (out != nullptr) {
+    out_path = MakeTempDir() + "/stdout";
+    saved = dup(STDOUT_FILENO);
+    const int fd = open(out_path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    dup2(fd, STDOUT_FILENO);
+    close(fd);
+  }
+  const int pid = Spawn(argv, full);
+  if (saved >= 0) {
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (out != nullptr) {
+    std::ifstream in(out_path);
+    out->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::map<std::string, long> ReadCounters(const std::string& dir) {
+  std::map<std::string, long> counts;
+  for (const std::string& path : FilesUnder(dir)) {
+    std::ifstream in(path);
+    std::string name;
+    long n = 0;
+    while (in >> name >> n) counts[name] += n;
+  }
+  return counts;
+}
+
+std::string MakeTempDir() {
+  // Removed when the test program exits (set PT_KEEP_TMP=1 to look at them).
+  static std::vector<std::string>* dirs = [] {
+    auto* v = new std::vector<std::string>();
+    std::atexit([] {
+      if (std::getenv("PT_KEEP_TMP") != nullptr) return;
+      std::error_code ec;
+      for (const std::string& d : *dirs) fs::remove_all(d, ec);
+    });
+    return v;
+  }();
+  std::string tmpl = (fs::temp_directory_path() / "ptcuda-XXXXXX").string();
+  if (mkdtemp(tmpl.data()) == nullptr) std::abort();
+  dirs->push_back(tmpl);
+  return tmpl;
+}
+
+}  // namespace perftracker::test

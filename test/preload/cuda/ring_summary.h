@@ -1,0 +1,61 @@
+// Test helpers: run a program under LD_PRELOAD, and sum a rank's ring file over all windows.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "schemas/format/live.h"
+
+namespace perftracker::test {
+
+struct Totals {
+  uint64_t count = 0;
+  uint64_t device_samples = 0;
+  uint64_t device_ns = 0;
+  uint64_t wait_ns = 0;
+  uint64_t bytes = 0;
+  double DeviceMean() const { return device_samples ? double(device_ns) / device_samples : 0; }
+};
+
+struct CollectiveTotals : Totals {
+  uint64_t comm_id = 0;
+  uint32_t comm_size = 0;
+  uint32_t comm_rank = 0;
+  uint64_t first_seq = ~0ull;
+  uint64_t last_seq_launched = 0;
+  uint64_t last_seq_completed = 0;
+};
+
+struct RankSummary {
+  bool found = false;
+  std::map<std::string, Totals> top;        // functions without a parent, by name
+  std::map<std::string, Totals> children;   // call sites, by name
+  std::map<std::string, Totals> kernels;    // kind kernel, by name
+  std::map<std::pair<uint64_t, std::string>, CollectiveTotals> collectives;  // (comm, name)
+  std::optional<format::LiveState> live;
+  // Sum of `top` counts over names starting with `prefix`.
+  uint64_t CountPrefix(const std::string& prefix) const;
+  uint64_t CollectiveCount(const std::string& name) const;
+};
+
+// Finds rank-<rank>.ptr anywhere under `dir` and sums it. found=false when there is none.
+RankSummary ReadRank(const std::string& dir, int rank);
+// Every regular file under `dir` (`dir` itself if it is a file).
+std::vector<std::string> FilesUnder(const std::string& dir);
+
+using Env = std::vector<std::pair<std::string, std::string>>;
+// Runs argv with the current environment plus `env` (a value of "\x01" unsets the variable);
+// returns the exit status (128+signal if killed), stdout into *out when given.
+int Run(const std::vector<std::string>& argv, const Env& env, int timeout_s = 120,
+        std::string* out = nullptr);
+// Starts argv in the background; returns its pid.
+int Spawn(const std::vector<std::string>& argv, const Env& env);
+// Reads "name count" lines written by call_counter (summed over the files under `dir`).
+std::map<std::string, long> ReadCounters(const std::string& dir);
+std::string MakeTempDir();
+
+}  // namespace perftracker::test

@@ -1,0 +1,166 @@
+// A program with a known number of CUDA runtime and NCCL calls, run under LD_PRELOAD by
+// cuda_hooks_test.cpp against simgpu (or, in `real` mode, against the real CUDA libraries).
+//   workload runtime            kernels, copies, memsets, syncs, a captured graph
+//   workload cupti-first        subscribes to CUPTI itself, then runs `runtime`
+//   workload nccl ITERS IDFILE  a rank (RANK, WORLD_SIZE): kernels + one all-reduce per
+//                               iteration and a send/recv ring in a group; a split child
+#include <cuda_runtime_api.h>
+#include <cupti.h>
+#include <nccl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "tests/test_kernels.h"
+
+namespace {
+
+#define CHECK_CUDA(call)                                                        \
+  do {                                                                          \
+    const cudaError_t rc_ = (call);                                             \
+    if (rc_ != cudaSuccess) {                                                   \
+      std::fprintf(stderr, "workload: %s failed: %d\n", #call, static_cast<int>(rc_)); \
+      std::exit(3);                                                             \
+    }                                                                           \
+  } while (0)
+#define CHECK_NCCL(call)                                                        \
+  do {                                                                          \
+    const ncclResult_t rc_ = (call);                                            \
+    if (rc_ != ncclSuccess) {                                                   \
+      std::fprintf(stderr, "workload: %s failed: %d\n", #call, static_cast<int>(rc_)); \
+      std::exit(4);                                                             \
+    }                                                                           \
+  } while (0)
+
+// The counts cuda_hooks_test.cpp expects (keep in step with kExpected there).
+constexpr int kGemm = 100, kElementwise = 50, kCaptured = 20, kGraphLaunches = 2;
+constexpr int kH2D = 10, kD2H = 5, kMemsets = 7, kSyncCopies = 3, kStreamSyncs = 4;
+constexpr int kDeviceSyncs = 2, kWaits = 6;
+constexpr int64_t kGemmNs = 2'002'000;  // 2 us + 500 waves of 4 us: the host never starves the stream
+constexpr int64_t kElementwiseNs = 402'000;
+
+// Not inlined: one call site for every launch, so sampling counts are predictable.
+[[gnu::noinline]] void Launch(const void* kernel, int64_t ns, cudaStream_t s) {
+  CHECK_CUDA(cudaLaunchKernel(kernel, simgpu_test::GridForNs(ns), dim3(simgpu_test::kThreads),
+                              nullptr, 0, s));
+}
+
+int Runtime() {
+  simgpu_test::RegisterTestKernels();
+  cudaStream_t s, side;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+  void* dev = nullptr;
+  void* host = nullptr;
+  CHECK_CUDA(cudaMalloc(&dev, 1 << 20));
+  CHECK_CUDA(cudaMallocHost(&host, 1 << 20));
+  // Held until everything is enqueued: the work then runs back to back, so sampled device
+  // times are exactly the modelled ones however slowly this (loaded) host enqueues.
+  auto gate = std::make_unique<simgpu_test::Gate>(s);
+  for (int i = 0; i < kGemm; ++i) Launch(simgpu_test::GemmKernel(), kGemmNs, s);
+  for (int i = 0; i < kElementwise; ++i) Launch(simgpu_test::ElementwiseKernel(), kElementwiseNs, s);
+  for (int i = 0; i < kH2D; ++i) CHECK_CUDA(cudaMemcpyAsync(dev, host, 4096, cudaMemcpyHostToDevice, s));
+  for (int i = 0; i < kD2H; ++i) CHECK_CUDA(cudaMemcpyAsync(host, dev, 4096, cudaMemcpyDeviceToHost, s));
+  for (int i = 0; i < kMemsets; ++i) CHECK_CUDA(cudaMemsetAsync(dev, 0, 4096, s));
+  gate->Open();
+  for (int i = 0; i < kSyncCopies; ++i) CHECK_CUDA(cudaMemcpy(dev, host, 4096, cudaMemcpyHostToDevice));
+  cudaEvent_t ev;
+  CHECK_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+  for (int i = 0; i < kWaits; ++i) {
+    CHECK_CUDA(cudaEventRecord(ev, s));
+    CHECK_CUDA(cudaStreamWaitEvent(side, ev, 0));
+  }
+  CHECK_CUDA(cudaEventSynchronize(ev));
+  for (int i = 0; i < kStreamSyncs; ++i) CHECK_CUDA(cudaStreamSynchronize(s));
+  // A captured graph: its launches are counted, but no timing event may join the capture.
+  CHECK_CUDA(cudaStreamBeginCapture(side, cudaStreamCaptureModeGlobal));
+  for (int i = 0; i < kCaptured; ++i) Launch(simgpu_test::GemmKernel(), kGemmNs, side);
+  cudaGraph_t graph;
+  CHECK_CUDA(cudaStreamEndCapture(side, &graph));
+  cudaGraphExec_t exec;
+  CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  for (int i = 0; i < kGraphLaunches; ++i) CHECK_CUDA(cudaGraphLaunch(exec, side));
+  for (int i = 0; i < kDeviceSyncs; ++i) CHECK_CUDA(cudaDeviceSynchronize());
+  CHECK_CUDA(cudaFree(dev));
+  CHECK_CUDA(cudaFreeHost(host));
+  std::printf("workload: runtime done\n");
+  return 0;
+}
+
+void CUPTIAPI NoCallback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+
+int CuptiFirst() {
+  CUpti_SubscriberHandle subscriber;
+  if (cuptiSubscribe(&subscriber, &NoCallback, nullptr) != CUPTI_SUCCESS) return 5;
+  return Runtime();
+}
+
+ncclUniqueId ExchangeId(int rank, const std::string& path) {
+  ncclUniqueId id;
+  if (rank == 0) {
+    CHECK_NCCL(ncclGetUniqueId(&id));
+    const std::string tmp = path + ".tmp";
+    FILE* f = std::fopen(tmp.c_str(), "wb");
+    std::fwrite(&id, sizeof id, 1, f);
+    std::fclose(f);
+    std::rename(tmp.c_str(), path.c_str());
+    return id;
+  }
+  for (;;) {
+    if (FILE* f = std::fopen(path.c_str(), "rb")) {
+      const size_t n = std::fread(&id, sizeof id, 1, f);
+      std::fclose(f);
+      if (n == 1) return id;
+    }
+    usleep(10'000);
+  }
+}
+
+int Nccl(int iters, const std::string& id_path) {
+  const int rank = std::atoi(std::getenv("RANK"));
+  const int n = std::atoi(std::getenv("WORLD_SIZE"));
+  simgpu_test::RegisterTestKernels();
+  const ncclUniqueId id = ExchangeId(rank, id_path);
+  ncclComm_t comm;
+  CHECK_NCCL(ncclCommInitRank(&comm, n, id, rank));
+  cudaStream_t s;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  void* buf = nullptr;
+  CHECK_CUDA(cudaMalloc(&buf, 8 << 20));
+  char* half = static_cast<char*>(buf) + (4 << 20);
+  for (int i = 0; i < iters; ++i) {
+    for (int k = 0; k < 4; ++k) Launch(simgpu_test::GemmKernel(), 1'002'000, s);
+    CHECK_NCCL(ncclAllReduce(buf, buf, 1 << 20, ncclFloat32, ncclSum, comm, s));
+    if (std::getenv("WORKLOAD_NO_P2P") == nullptr) {
+      CHECK_NCCL(ncclGroupStart());
+      CHECK_NCCL(ncclSend(buf, 1024, ncclFloat32, (rank + 1) % n, comm, s));
+      CHECK_NCCL(ncclRecv(half, 1024, ncclFloat32, (rank + n - 1) % n, comm, s));
+      CHECK_NCCL(ncclGroupEnd());
+    }
+    CHECK_CUDA(cudaStreamSynchronize(s));
+  }
+  if (std::getenv("WORKLOAD_NO_P2P") == nullptr) {
+    ncclComm_t child;
+    CHECK_NCCL(ncclCommSplit(comm, rank % 2, rank, &child, nullptr));
+    for (int i = 0; i < 3; ++i) CHECK_NCCL(ncclAllGather(buf, half, 1024, ncclInt8, child, s));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    CHECK_NCCL(ncclCommDestroy(child));
+  }
+  CHECK_NCCL(ncclCommDestroy(comm));
+  std::printf("workload: rank %d done\n", rank);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "runtime") return Runtime();
+  if (mode == "cupti-first") return CuptiFirst();
+  if (mode == "nccl" && argc > 3) return Nccl(std::atoi(argv[2]), argv[3]);
+  std::fprintf(stderr, "usage: workload runtime|cupti-first|nccl ITERS IDFILE\n");
+  return 2;
+}
