@@ -79,9 +79,11 @@ void Aggregator::AddCollective(const Event& e, const Tables& tables) {
   }
   c.completed = true;
   c.last_completed = std::max(c.last_completed, seq);
-  ++c.device_samples;
-  c.device_ns += e.b;
-  c.device.Add(e.b);
+  if (e.b > 0) {
+    ++c.device_samples;
+    c.device_ns += e.b;
+    c.device.Add(e.b);
+  }
   if (!comm.any_completed || seq > comm.completed) comm.completed = seq;
   comm.any_completed = true;
   if (comm.completed >= comm.launched) comm.inflight_op = 0;

@@ -13,7 +13,7 @@ namespace {
 
 // Runs before the hook families' constructors (priority 101 < default): they see Active().
 [[gnu::constructor(101)]] void Start() {
-  const Config config = LoadConfig();
+  const Config& config = ProcessConfig();
   if (config.verbose) PrintConfig(config);
   if (!config.enable || !IsTrainingRank()) return;
   const format::Identity identity = DetectIdentity(config);

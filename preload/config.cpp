@@ -56,6 +56,11 @@ Config LoadConfig() {
   return c;
 }
 
+const Config& ProcessConfig() {
+  static const Config config = LoadConfig();
+  return config;
+}
+
 void PrintConfig(const Config& c) {
 #define PERFTRACKER_CONFIG_PRINT(NAME, TYPE, field, def, doc) Print("PERFTRACKER_" #NAME, c.field);
   PERFTRACKER_CONFIG(PERFTRACKER_CONFIG_PRINT)

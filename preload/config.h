@@ -52,6 +52,9 @@ struct Config {
 
 // Parses the environment. Malformed values keep their default and print one warning each.
 Config LoadConfig();
+// The process's configuration: parsed once, on first use, so its warnings appear once however
+// many hook families read it.
+const Config& ProcessConfig();
 // Writes "PERFTRACKER_NAME=value" lines to stderr.
 void PrintConfig(const Config& config);
 

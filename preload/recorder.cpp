@@ -2,6 +2,7 @@
 #include <pthread.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <bit>
 #include <unordered_map>
@@ -88,10 +89,14 @@ ThreadRing* AdoptOrCreateRing() {
     return;
   }
   if (!g_active.load(std::memory_order_relaxed) || tls_exited) return;
-  thread_local RingOwner owner;
   ring = AdoptOrCreateRing();
   if (ring == nullptr) return;
-  owner.ring = ring;
+  // The main thread's TLS destructors run in exit() before the atexit handlers, which still
+  // record (final flushes): its ring lives as long as the process and needs no owner.
+  if (gettid() != getpid()) {
+    thread_local RingOwner owner;
+    owner.ring = ring;
+  }
   tls_ring = ring;
   ring->Push(e);
 }
@@ -190,7 +195,7 @@ void RecordCollectiveLaunch(Slot collective, uint64_t seq, uint64_t launch_ns, u
 }
 
 void RecordCollectiveDone(Slot collective, uint64_t seq, uint64_t device_ns) {
-  if (collective == kNoSlot) return;
+  if (collective == kNoSlot) return;  // device_ns == 0: completed, duration unknown
   Push(Event{collective, EventType::kCollDone, {}, 0, seq, device_ns, 0, 0});
 }
 

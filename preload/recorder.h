@@ -68,7 +68,8 @@ void RecordDeviceTime(Slot slot, uint64_t device_ns);
 void RecordCollectiveLaunch(Slot collective, uint64_t seq, uint64_t launch_ns, uint64_t host_ns);
 
 // Collective `seq` completed on the device after `device_ns` (from the launch of its stream work
-// to its end: time spent waiting for late peers included).
+// to its end: time spent waiting for late peers included). device_ns == 0: it completed but
+// was not timed (captured into a graph, or no timer was free); progress only.
 void RecordCollectiveDone(Slot collective, uint64_t seq, uint64_t device_ns);
 
 // An iteration ended at `end_ns` (the step function returned). Iteration numbers count these

@@ -134,7 +134,7 @@ void* Watch(void*) {
 
 [[gnu::constructor]] void Arm() {
   g_real_dlopen = reinterpret_cast<DlopenFn>(dlsym(RTLD_NEXT, "dlopen"));
-  g_config = LoadConfig();
+  g_config = ProcessConfig();
   if (!g_config.enable || !g_config.python || !IsTrainingRank()) return;
   if (!ResolveBootstrapApi()) return;  // not a Python interpreter
   if (g_config.py_depth < 1) g_config.py_depth = 1;

@@ -33,7 +33,7 @@ enum Real { kGemmEx, kGemmBatchedEx, kSgemm, kSgemmBatched, kHgemm, kHgemmBatche
 
 [[gnu::constructor]] void ResolveCublas() {
   ResolveAll(g_real, std::size(g_real));
-  const Config config = LoadConfig();
+  const Config& config = ProcessConfig();
   SetGemmSampleEvery(static_cast<uint32_t>(config.sample_every));
 }
 

@@ -13,7 +13,7 @@ RealSymbol g_runtime_version{"cudaRuntimeGetVersion", Library::kCudart};
 // After bootstrap's Start (priority 101): Active() is settled.
 [[gnu::constructor(200)]] void ConfigureCuda() {
   if (!Active()) return;
-  const Config config = LoadConfig();
+  const Config& config = ProcessConfig();
   SetSampleEvery(static_cast<uint32_t>(config.sample_every));
   g_cupti_pending.store(config.cupti, std::memory_order_relaxed);
   AddFlushCallback(&FlushDevice);

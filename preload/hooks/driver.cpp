@@ -136,7 +136,7 @@ void* W(Fn fn) {
 
 // Runs after bootstrap's Start (priority 101): Active() is final.
 [[gnu::constructor]] void StartDriverTier() {
-  const Config config = LoadConfig();
+  const Config& config = ProcessConfig();
   if (!config.driver || !config.enable || !Active()) return;
   g_sample_every = static_cast<uint32_t>(config.sample_every);
   g_enabled.store(true, std::memory_order_release);
