@@ -13,13 +13,39 @@ void AddFunctions(const format::Window& w, const std::vector<uint32_t>& index, S
     FunctionSum& s = slot->functions[k];
     s.self_ns += static_cast<float>(p.self_ns);
     s.wait_ns += static_cast<float>(p.wait_ns);
-    // Device time is measured on a sample of launches: scale it to all of them.
-    const double device = p.device_samples > 0
-                              ? static_cast<double>(p.device_ns) * static_cast<double>(p.count) /
-                                    static_cast<double>(p.device_samples)
-                              : static_cast<double>(p.self_ns);
-    s.device_est_ns += static_cast<float>(device);
+    s.total_ns += static_cast<float>(p.total_ns);
+    s.device_ns += static_cast<float>(p.device_ns);
+    s.device_samples += static_cast<float>(p.device_samples);
     s.count += static_cast<float>(p.count);
+  }
+}
+
+// Device time is measured on a sample of launches (1 in PERFTRACKER_SAMPLE_EVERY per call site),
+// so a short slot often holds no sample of a function, or one: scaling that one to every call
+// swings the estimate from zero to many times the truth from slot to slot, and ranks compared in
+// the same slot disagree by chance. A slot's own samples are used when there are enough of them;
+// otherwise the per-call mean over all of the rank's samples, which a persistent fault (a
+// throttled GPU) shifts just the same. Without any sample: the host time of the calls, less what
+// they spent waiting for earlier work (a synchronous copy waits for the whole queue first).
+void EstimateDevice(RankData* rank) {
+  constexpr float kEnoughSamples = 4;
+  std::vector<std::pair<double, double>> pooled;  // per function: device ns, samples
+  for (const Slot& s : rank->slots) {
+    if (pooled.size() < s.functions.size()) pooled.resize(s.functions.size());
+    for (size_t i = 0; i < s.functions.size(); ++i) {
+      pooled[i].first += s.functions[i].device_ns;
+      pooled[i].second += s.functions[i].device_samples;
+    }
+  }
+  for (Slot& s : rank->slots) {
+    for (size_t i = 0; i < s.functions.size(); ++i) {
+      FunctionSum& f = s.functions[i];
+      const double per_call = f.device_samples >= kEnoughSamples ? f.device_ns / f.device_samples
+                              : pooled[i].second > 0 ? pooled[i].first / pooled[i].second
+                                                     : -1;
+      f.device_est_ns = per_call >= 0 ? static_cast<float>(per_call * f.count)
+                                      : std::max(0.0f, f.self_ns - f.wait_ns);
+    }
   }
 }
 
@@ -116,6 +142,7 @@ void Align(Dataset* dataset) {
   }
   dataset->shift = shift;
   dataset->slot_keys = std::move(keys);
+  for (RankData& r : dataset->ranks) EstimateDevice(&r);
 }
 
 }  // namespace perftracker::analyzer

@@ -130,8 +130,23 @@ struct CellTally {
   double per_byte = 0, median = 0, z = 0, excess = 0, iteration = 0;
 };
 
+// Global rank of every (communicator, rank in it), from the live slots: a send's peer is a rank
+// of its communicator (a pipeline communicator made by ncclCommSplit has ranks 0..n-1).
+std::map<std::pair<uint64_t, int>, int> GlobalRanks(const Frame& f) {
+  std::map<std::pair<uint64_t, int>, int> out;
+  for (const RankData& r : f.ds->ranks) {
+    if (!r.live) continue;
+    for (const format::CommProgress& p : r.live->comms) {
+      out[{p.comm_id, static_cast<int>(p.comm_rank)}] = r.rank();
+    }
+  }
+  return out;
+}
+
 // Point-to-point ends of slot k: (cell, rank) -> sums.
-std::map<std::pair<Cell, int>, EndSum> Ends(const Frame& f, size_t k) {
+using GlobalRankMap = std::map<std::pair<uint64_t, int>, int>;
+
+std::map<std::pair<Cell, int>, EndSum> Ends(const Frame& f, size_t k, const GlobalRankMap& global) {
   std::map<std::pair<Cell, int>, EndSum> ends;
   const auto& colls = f.ds->catalog.collectives();
   for (size_t ri = 0; ri < f.ds->ranks.size(); ++ri) {
@@ -141,7 +156,9 @@ std::map<std::pair<Cell, int>, EndSum> Ends(const Frame& f, size_t k) {
     for (size_t c = 0; c < s->collectives.size(); ++c) {
       const CollectiveSum& cs = s->collectives[c];
       if (colls[c].peer < 0 || colls[c].bytes == 0 || cs.device_samples <= 0) continue;
-      const Cell cell{std::min(rank, colls[c].peer), std::max(rank, colls[c].peer)};
+      const auto g = global.find({colls[c].comm_id, colls[c].peer});
+      const int peer = g != global.end() ? g->second : colls[c].peer;
+      const Cell cell{std::min(rank, peer), std::max(rank, peer)};
       EndSum& e = ends[{cell, rank}];
       e.device_ns += cs.device_ns;
       e.byte_samples += static_cast<double>(colls[c].bytes) * cs.device_samples;
@@ -151,8 +168,9 @@ std::map<std::pair<Cell, int>, EndSum> Ends(const Frame& f, size_t k) {
   return ends;
 }
 
-void TallyLinks(const Frame& f, size_t k, std::map<Cell, CellTally>* cells) {
-  const auto ends = Ends(f, k);
+void TallyLinks(const Frame& f, size_t k, const GlobalRankMap& global,
+                std::map<Cell, CellTally>* cells) {
+  const auto ends = Ends(f, k, global);
   if (ends.size() < 3) return;
   std::vector<double> v;
   for (const auto& [key, e] : ends) v.push_back(e.device_ns / e.byte_samples);
@@ -220,7 +238,8 @@ Finding LinkFinding(const CellTally& t) {
 
 std::vector<Finding> DetectLinks(const Frame& f) {
   std::map<Cell, CellTally> cells;
-  for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) TallyLinks(f, k, &cells);
+  const GlobalRankMap global = GlobalRanks(f);
+  for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) TallyLinks(f, k, global, &cells);
   std::vector<Cell> slow;
   for (const auto& [cell, t] : cells) {
     if (t.flagged > 0 && t.flagged >= NeededWindows(t.present)) slow.push_back(cell);

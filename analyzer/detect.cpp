@@ -156,6 +156,32 @@ bool Blocking(FunctionKind k) {
   return k == FunctionKind::kDataLoader || k == FunctionKind::kGc || k == FunctionKind::kSync;
 }
 
+// A host sync every few steps (loss logging) absorbs the device time the host ran ahead by:
+// it waits long but costs nothing, because the device was busy all along. Only a sync on every
+// iteration puts the host on the critical path (the device idles while the host prepares the
+// next step), so only those are held to the expected range.
+bool SyncOnEveryIteration(const Frame& f, const PeerGroup& g, size_t k, size_t fn) {
+  std::vector<double> calls;
+  for (const size_t m : g.members) {
+    const Slot* s = SlotAt(f, m, k);
+    if (s && s->iterations > 0) {
+      calls.push_back(fn < s->functions.size() ? s->functions[fn].count / s->iterations : 0);
+    }
+  }
+  return !calls.empty() && Median(calls) >= 0.9;
+}
+
+// What a blocking function costs the host per iteration: for the data loader and the collector
+// everything they call (a slow collate or dataset is a slow data loader), for a sync its own wait.
+double BlockingValue(const Frame& f, size_t r, size_t k, size_t fn) {
+  const Slot* s = SlotAt(f, r, k);
+  if (!s || fn >= s->functions.size()) return 0;
+  const FunctionKind kind = f.ds->catalog.functions()[fn].kind;
+  const FunctionSum& sum = s->functions[fn];
+  const bool inclusive = kind == FunctionKind::kDataLoader || kind == FunctionKind::kGc;
+  return PerIteration(*s, inclusive ? std::max(sum.total_ns, sum.self_ns) : sum.self_ns);
+}
+
 }  // namespace
 
 Aggregate AggregateOf(const FunctionInfo& info) {
@@ -263,8 +289,11 @@ std::vector<Finding> DetectExpectedRange(const Frame& f) {
       for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {
         vals.clear();
         for (const size_t m : g.members) {
-          if (SlotAt(f, m, k))
-            vals.push_back({m, MetricValue(f, m, k, static_cast<int32_t>(fn), Aggregate::kNone)});
+          if (SlotAt(f, m, k)) {
+            vals.push_back({m, Blocking(kind) ? BlockingValue(f, m, k, fn)
+                                              : MetricValue(f, m, k, static_cast<int32_t>(fn),
+                                                            Aggregate::kNone)});
+          }
         }
         if (vals.empty()) continue;
         ++present;
@@ -272,6 +301,7 @@ std::vector<Finding> DetectExpectedRange(const Frame& f) {
         for (const auto& [m, value] : vals) v.push_back(value);
         const double med = MedianOf(v), iter = GroupIteration(f, g, k);
         if (iter <= 0 || med / iter <= bound) continue;
+        if (kind == FunctionKind::kSync && !SyncOnEveryIteration(f, g, k, fn)) continue;
         ++x.windows_seen;
         x.value_ns += med, x.iteration_ns += iter, x.peer_median_ns += bound * iter;
         for (const auto& [m, value] : vals) {

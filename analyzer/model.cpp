@@ -21,6 +21,9 @@ void MergeVectors(std::vector<T>* into, const std::vector<T>& from) {
       a.wait_ns += b.wait_ns;
       a.device_est_ns += b.device_est_ns;
       a.count += b.count;
+      a.total_ns += b.total_ns;
+      a.device_ns += b.device_ns;
+      a.device_samples += b.device_samples;
     } else {
       a.device_ns += b.device_ns;
       a.device_samples += b.device_samples;
@@ -41,7 +44,10 @@ void Catalog::InternFunctions(const std::vector<format::FunctionPattern>& fns,
   for (size_t i = 0; i < fns.size(); ++i) {
     const auto [it, added] =
         function_index_.try_emplace(fns[i].id, static_cast<uint32_t>(functions_.size()));
-    if (added) functions_.push_back({fns[i].id, fns[i].kind, fns[i].name, IsCommFunction(fns[i])});
+    if (added) {
+      functions_.push_back(
+          {fns[i].id, fns[i].kind, fns[i].name, IsCommFunction(fns[i]), fns[i].parent_id});
+    }
     (*out)[i] = it->second;
   }
 }

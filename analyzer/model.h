@@ -28,6 +28,7 @@ struct FunctionInfo {
   format::FunctionKind kind = format::FunctionKind::kUnknown;
   std::string name;
   bool comm = false;  // its time is communication (NCCL kernels): early arrivers wait inside it
+  uint64_t parent_id = 0;  // the caller's id (Python call paths); 0 at the root
 };
 
 struct CollectiveInfo {
@@ -48,6 +49,11 @@ class Catalog {
                          std::vector<uint32_t>* out);
   // Only once ingest is over (no locking).
   const std::vector<FunctionInfo>& functions() const { return functions_; }
+  // Catalog index of a function id, -1 when no window named it.
+  int32_t IndexOf(uint64_t id) const {
+    const auto it = function_index_.find(id);
+    return it == function_index_.end() ? -1 : static_cast<int32_t>(it->second);
+  }
   const std::vector<CollectiveInfo>& collectives() const { return collectives_; }
 
  private:
@@ -62,8 +68,11 @@ class Catalog {
 struct FunctionSum {
   float self_ns = 0;
   float wait_ns = 0;
-  float device_est_ns = 0;  // device time scaled to every call (sampled launches)
+  float device_est_ns = 0;  // device time of every call, estimated by Align (EstimateDevice)
   float count = 0;
+  float total_ns = 0;        // including the functions it called
+  float device_ns = 0;       // of the sampled launches only
+  float device_samples = 0;  // how many launches were timed
 };
 
 struct CollectiveSum {

@@ -70,6 +70,22 @@ std::string CategorySubset(const std::string& kind, bool aggregate) {
   return "host_cpu";  // CUDA API, syncs, unknown host work
 }
 
+// A Python function called (directly or deeper) by the data loader or the garbage collector is
+// a part of it: a slow collate function is a slow data loader, whichever frame holds the time.
+std::string EnclosingCategory(const Frame& f, const Finding& x) {
+  if (x.function < 0 || x.aggregate != Aggregate::kNone) return "";
+  const auto& fns = f.ds->catalog.functions();
+  int32_t fn = x.function;
+  for (int depth = 0; fn >= 0 && depth < 64; ++depth) {
+    const FunctionInfo& info = fns[static_cast<size_t>(fn)];
+    if (info.kind == FunctionKind::kDataLoader) return "dataloader";
+    if (info.kind == FunctionKind::kGc) return "gc";
+    if (info.kind != FunctionKind::kPython || info.parent_id == 0) break;
+    fn = f.ds->catalog.IndexOf(info.parent_id);
+  }
+  return "";
+}
+
 bool AllOfGroup(const Frame& f, const Finding& x) {
   if (x.group < 0) return false;
   const size_t n = (*f.groups)[static_cast<size_t>(x.group)].members.size();
@@ -92,6 +108,9 @@ Candidate ToCandidate(const Frame& f, const Finding& x) {
                : all                     ? CategoryAllRanks(c.kind)
                                          : CategorySubset(c.kind, x.aggregate != Aggregate::kNone);
   if (x.source == Source::kArrival) c.category = "host_cpu";
+  if (const std::string enclosing = EnclosingCategory(f, x); !enclosing.empty()) {
+    c.category = enclosing;
+  }
   const double persistence = x.windows_total > 0 ? double(x.windows_seen) / x.windows_total : 1;
   c.impact_s_per_iter = std::max(0.0, x.excess_ns) * 1e-9;
   c.score = x.iteration_ns > 0 ? std::max(0.0, x.excess_ns) / x.iteration_ns * persistence : 0;

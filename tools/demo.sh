@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The main demo: sets up, builds and installs perftracker, writes the ring files of a synthetic
-# 16-rank job (4 hosts) with one throttled GPU, shows one file, and lets the analyzer name the
-# cause.
+# The main demo: sets up, builds and installs perftracker, runs a real 8-rank training job
+# (examples/sim_train on the simulated GPU cluster, under torchrun) with libperftracker.so
+# preloaded in every rank and one throttled GPU (rank 3's kernels 1.3x slower), then lets the
+# analyzer name the cause.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
@@ -10,12 +11,18 @@ cmake --build build -j"$(nproc)" >/dev/null
 cmake --install build --prefix build/install >/dev/null
 bin=build/install/bin
 out=$(mktemp -d /tmp/perftracker-demo.XXXXXX)
-"$bin/perftracker-gen" --dir "$out" --job demo --ranks 16 --ranks-per-host 4 --windows 4 \
-  --fault slow-gpu --fault-rank 5 --fault-factor 1.3
-file="$out/demo/node1/rank-5.ptr"
-echo "--- perftracker dump $file (header, live slot, first record abridged, summary)"
-"$bin/perftracker" dump "$file" | sed -n '1,2p'
-"$bin/perftracker" dump "$file" | sed -n '3p' | cut -c1-400
+
+echo "--- training: 8 ranks under torchrun, rank 3's GPU throttled (SIMGPU_COMPUTE_SLOWDOWN=3=1.3)"
+LD_PRELOAD="$PWD/build/install/lib/libperftracker.so" PERFTRACKER_DIR="$out" \
+  PERFTRACKER_JOB_ID=demo PERFTRACKER_WINDOW_ITERS=5 PERFTRACKER_SAMPLE_EVERY=1 \
+  PERFTRACKER_RING_MB=4 SIMGPU_TIME_SCALE=1 SIMGPU_JITTER=0.03 SIMGPU_COMPUTE_SLOWDOWN=3=1.3 \
+  examples/sim_train/run.sh build 8 --iters 40 --layers 4 --seq 2048 --log-every 5 \
+  2>&1 | grep -E "sim_train: done|Error" || true
+
+file=$(ls "$out"/demo/*/rank-3.ptr)
+echo
+echo "--- perftracker dump $file (header, live slot, summary)"
+"$bin/perftracker" dump "$file" | sed -n '1,2p' | cut -c1-300
 "$bin/perftracker" dump "$file" | tail -1
 echo
 echo "--- perftracker analyze $out/demo"

@@ -47,12 +47,14 @@ class Faults:
             time.sleep(self.loader_delay_s)
 
     def make_garbage(self):
-        """Reference cycles only the cyclic GC can free: it runs often on this rank."""
-        for _ in range(self.gc_objects):
+        """Reference cycles only the cyclic GC can free, and a full collection every step: the
+        pause traverses the long-lived heap, so it is the collector's time that grows, not the
+        Python that made the garbage."""
+        for _ in range(self.gc_objects // 10):
             a = []
             a.append(a)
         if self.gc_objects:
-            gc.collect(0)
+            gc.collect()
 
     def _spin(self):
         x = 0

@@ -1,0 +1,163 @@
+"""How a scenario's job runs: a real training job under torchrun with libperftracker.so
+preloaded into every rank, its ring files under a fresh directory.
+
+Two jobs: examples/sim_train on the simulated GPU cluster (SIMGPU_* / SIM_TRAIN_* faults), and
+torch_ddp_job.py, a real PyTorch DDP job on CPU. A hang scenario is watched with `perftracker
+analyze` while it runs and killed with SIGKILL once the analyzer sees the hang, as an operator
+would kill a stuck job.
+"""
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYTHON = "/usr/bin/python3"  # Debian's interpreter: the one with torch
+
+# Small windows and rings: short jobs still give several windows, 16 rings stay light.
+PRELOAD_ENV = {"PERFTRACKER_WINDOW_ITERS": "5", "PERFTRACKER_RING_MB": "2",
+               "PERFTRACKER_SAMPLE_EVERY": "1"}
+# Light enough for 16 ranks on 2 cores; jitter and a fixed seed make every run the same run.
+SIMGPU_ENV = {"SIMGPU_TIME_SCALE": "1", "SIMGPU_JITTER": "0.03", "SIMGPU_SEED": "7"}
+
+
+class Tools:
+    """The build's artifacts a scenario needs."""
+
+    def __init__(self, build, lib=None):
+        self.build = os.path.abspath(build)
+        self.lib = lib or os.path.join(self.build, "preload", "libperftracker.so")
+        self.cli = os.path.join(self.build, "analyzer", "perftracker")
+
+    def analyze(self, job_dir, min_score=None):
+        cmd = [self.cli, "analyze", job_dir, "--json", "-", "--top", "20"]
+        if min_score is not None:
+            cmd += ["--min-score", str(min_score)]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise RuntimeError(f"perftracker analyze exited {p.returncode}: {p.stderr.strip()}")
+        return json.loads(p.stdout)
+
+
+def torchrun(nproc, script, args):
+    # --redirects/--tee: Debian's torch 1.13 torchrun needs non-zero values on Python 3.11.
+    return [PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
+            str(nproc), "--redirects", "1", "--tee", "1", script] + list(args)
+
+
+def sim_train_command(tools, nproc, args):
+    return [os.path.join(REPO, "examples", "sim_train", "run.sh"), tools.build, str(nproc)] + \
+        list(args)
+
+
+def torch_ddp_command(nproc, args):
+    return torchrun(nproc, os.path.join(HERE, "torch_ddp_job.py"), args)
+
+
+def job_env(tools, out_dir, job_id, extra, simgpu):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PERFTRACKER_", "SIMGPU_", "SIM_TRAIN_"))}
+    env.update(PRELOAD_ENV)
+    if simgpu:
+        env.update(SIMGPU_ENV)
+    env.update({"LD_PRELOAD": tools.lib, "PERFTRACKER_DIR": out_dir,
+                "PERFTRACKER_JOB_ID": job_id, "OMP_NUM_THREADS": "1",
+                "PYTHONDONTWRITEBYTECODE": "1"})
+    env.update(extra)
+    return env
+
+
+def descendants(pid):
+    """Every process below `pid` (torchrun's ranks are its children, not its group)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def kill_tree(proc):
+    for pid in [proc.pid] + descendants(proc.pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait()
+
+
+def run_job(cmd, env, log_path, timeout_s, until=None, poll_s=3.0):
+    """Runs `cmd`; with `until`, polls it while the job runs and SIGKILLs the job once it
+    returns true. Returns (exit code or None when killed, how)."""
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        deadline = time.monotonic() + timeout_s
+        while proc.poll() is None:
+            if time.monotonic() > deadline:
+                kill_tree(proc)
+                return None, "timeout"
+            if until is not None and until():
+                kill_tree(proc)
+                return None, "killed"
+            time.sleep(poll_s)
+        return proc.returncode, "exited"
+
+
+def node_command(tools, s, node, port):
+    """One node of a multi-node job: its own hostname (a UTS namespace), torchrun's static
+    rendezvous on this machine."""
+    script = os.path.join(REPO, "examples", "sim_train", "sim_train.py")
+    per_node = s.nproc // s.nodes
+    launch = [PYTHON, "-m", "torch.distributed.run", "--nnodes", str(s.nodes), "--node_rank",
+              str(node), "--nproc_per_node", str(per_node), "--master_addr", "127.0.0.1",
+              "--master_port", str(port), "--redirects", "1", "--tee", "1", script] + s.args
+    return ["unshare", "--uts", "sh", "-c", f'hostname "$0" && exec "$@"', f"node{node}"] + \
+        launch
+
+
+def sim_train_paths(tools):
+    """What examples/sim_train/run.sh sets up: the stand-in libraries and the extension."""
+    here = os.path.join(REPO, "examples", "sim_train")
+    return {"LD_LIBRARY_PATH": os.path.join(tools.build, "simgpu", "lib"),
+            "PYTHONPATH": f"{here}:{os.path.join(tools.build, 'examples', 'sim_train')}"}
+
+
+def free_port():
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def run(s, tools, out_dir, until=None, timeout_s=300):
+    """Runs scenario `s` with its ring files under out_dir/<s.name>; see run_job."""
+    simgpu = s.job == "sim_train"
+    env = job_env(tools, out_dir, s.name, s.env, simgpu)
+    log = os.path.join(out_dir, "job.log")
+    if s.job == "torch_ddp":
+        return run_job(torch_ddp_command(s.nproc, s.args), env, log, timeout_s, until)
+    if s.nodes == 1:
+        return run_job(sim_train_command(tools, s.nproc, s.args), env, log, timeout_s, until)
+    env.update(sim_train_paths(tools))
+    env["SIMGPU_RANKS_PER_NODE"] = str(s.nproc // s.nodes)
+    port = free_port()
+    # The nodes as one job: a shell starts them all and fails when one fails.
+    starts = "".join(f"{shlex.join(node_command(tools, s, n, port))} & pids=\"$pids $!\"\n"
+                     for n in range(s.nodes))
+    script = starts + "fail=0; for p in $pids; do wait $p || fail=1; done; exit $fail"
+    return run_job(["sh", "-c", script], env, log, timeout_s, until)

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Fault scenarios: each runs a real job under libperftracker.so, then `perftracker analyze
+--json`, and checks the first candidate (category, rank set, function) against the injected
+fault. Prints one line per scenario and ends with "N passed, N failed".
+
+  run.py --build BUILD [--ci | --all | --only NAME[,NAME]] [--list] [--keep DIR] [--lib SO]
+
+Without --all only the CI subset runs (scenarios.py marks it). Each line shows the score of the
+true cause and of the runner-up (the best other candidate at --min-score 0).
+"""
+
+import argparse
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+
+import jobs
+from scenarios import SCENARIOS
+
+
+def matches(c, e):
+    ev = c.get("evidence", {})
+    return (c["category"] == e.category and sorted(c["rank_set"]) == sorted(e.ranks) and
+            re.search(e.function, c["function"], re.I) is not None and
+            (not e.source or ev.get("source") == e.source) and
+            (not e.hang or ev.get("hang") == e.hang))
+
+
+def describe(c):
+    if c is None:
+        return "none"
+    ranks = ",".join(map(str, c["rank_set"]))
+    return f"{c['score']:.3f} {c['category']} [{ranks}] {c['function'][-60:]}"
+
+
+def hang_frames_ok(report, e):
+    """A missing rank's hang names its last Python frame."""
+    if e.hang != "non_communication":
+        return True
+    frames = [f for h in report.get("hangs", []) for f in h.get("last_python_frame", [])]
+    return any(f["rank"] in e.ranks and f["frame"] not in ("", "(no Python frame)")
+               for f in frames)
+
+
+def judge(s, report, everything):
+    """(passed, summary): the verdict on the reported candidates, scores from all of them."""
+    cands = report["candidates"]
+    if s.expect is None:
+        top = everything["candidates"][0] if everything["candidates"] else None
+        ok = not cands and not report.get("hangs")
+        return ok, f"expected none; first {describe(cands[0] if cands else None)}; " \
+                   f"best below threshold {describe(top)}"
+    true = next((c for c in everything["candidates"] if matches(c, s.expect)), None)
+    runner = next((c for c in everything["candidates"] if c is not true), None)
+    ok = bool(cands) and matches(cands[0], s.expect) and hang_frames_ok(report, s.expect)
+    first = "" if ok else f"; first {describe(cands[0] if cands else None)}"
+    return ok, f"true cause {describe(true)}; runner-up {describe(runner)}{first}"
+
+
+def run_one(s, tools, root):
+    out_dir = os.path.join(root, s.name)
+    os.makedirs(out_dir, exist_ok=True)
+    job_dir = os.path.join(out_dir, s.name)
+    until = None
+    if s.hang:
+        def until():
+            try:
+                return bool(tools.analyze(job_dir)["hangs"])
+            except (RuntimeError, ValueError):
+                return False
+    rc, how = jobs.run(s, tools, out_dir, until)
+    if how == "timeout" or (how == "exited" and (rc != 0) != s.hang):
+        return False, f"job {how} (exit {rc}); log {out_dir}/job.log"
+    return judge(s, tools.analyze(job_dir), tools.analyze(job_dir, min_score=0))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", required=True, help="CMake build directory")
+    ap.add_argument("--lib", help="libperftracker.so (default: the build's)")
+    ap.add_argument("--all", action="store_true", help="every scenario, not only the CI subset")
+    ap.add_argument("--only", help="comma-separated scenario names")
+    ap.add_argument("--ci", action="store_true", help="the CI subset (the default)")
+    ap.add_argument("--list", action="store_true", help="list the chosen scenarios")
+    ap.add_argument("--keep", help="keep ring files and logs under this directory")
+    args = ap.parse_args()
+    chosen = [s for s in SCENARIOS if args.all or s.ci]
+    if args.only:
+        names = args.only.split(",")
+        chosen = [s for s in SCENARIOS if s.name in names]
+        if len(chosen) != len(names):
+            sys.exit(f"unknown scenario in {args.only}; --list shows them")
+    if args.list:
+        for s in chosen:
+            print(f"{s.name:20} {'ci ' if s.ci else 'all'} {s.what}")
+        return 0
+    tools = jobs.Tools(args.build, args.lib)
+    root = args.keep or tempfile.mkdtemp(prefix="perftracker-scenarios.")
+    passed = failed = 0
+    t0 = time.monotonic()
+    for s in chosen:
+        t = time.monotonic()
+        try:
+            ok, summary = run_one(s, tools, root)
+        except Exception as e:  # one broken scenario must not hide the others' results
+            ok, summary = False, f"error: {e}"
+        passed, failed = passed + ok, failed + (not ok)
+        print(f"{'PASS' if ok else 'FAIL'} {s.name:20} {time.monotonic() - t:5.1f} s  {summary}",
+              flush=True)
+    if not args.keep and failed == 0:
+        shutil.rmtree(root, ignore_errors=True)
+    elif not args.keep:
+        print(f"kept for inspection: {root}")
+    print(f"scenarios: {time.monotonic() - t0:.0f} s")
+    print(f"{passed} passed, {failed} failed")
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

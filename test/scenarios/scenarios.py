@@ -1,0 +1,85 @@
+"""The fault scenarios: each a real job with one injected fault (or none) and what the analyzer's
+first candidate must say about it. Fault classes follow the paper's list (research/perftracker.md
+§8). Faults are sized so the verdict holds on a loaded 2-core machine; checks are on categories,
+rank sets and function names, never on absolute times.
+"""
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+
+@dataclass
+class Expect:
+    category: str
+    ranks: list
+    function: str = ""  # regex the first candidate's function must match
+    source: str = ""  # evidence source, when the detector matters (expected_range)
+    hang: str = ""  # "communication" / "non_communication"
+
+
+@dataclass
+class Scenario:
+    name: str
+    what: str
+    job: str  # "sim_train" or "torch_ddp"
+    nproc: int
+    args: list = field(default_factory=list)
+    env: dict = field(default_factory=dict)
+    expect: Optional[Expect] = None  # None: no candidate above the threshold
+    ci: bool = False  # part of the default (CI) subset
+    nodes: int = 1  # > 1: one torchrun per node, each under its own hostname
+    hang: bool = False  # watch for the hang, then SIGKILL the job
+
+
+# sim_train, data parallel: ~270 simulated ms per step, 40 steps = 8 windows of 5.
+DP = ["--iters", "40", "--layers", "4", "--seq", "2048", "--log-every", "5"]
+# Pipeline parallel (sends between stages go over the links the link matrix checks).
+PP = ["--mode", "pp", "--pp-stages", "2", "--iters", "30", "--layers", "4", "--seq", "2048",
+      "--log-every", "5"]
+ALL8 = list(range(8))
+
+SCENARIOS = [
+    Scenario("gpu_throttled", "one throttled GPU: kernels x1.3 on rank 3", "sim_train", 8, DP,
+             {"SIMGPU_COMPUTE_SLOWDOWN": "3=1.3"},
+             Expect("gpu_compute", [3], r"kernel|gemm|flash|nccl"), ci=True),
+    Scenario("bad_link", "one bad link between ranks 2 and 6: bandwidth x0.3", "sim_train", 8,
+             PP, {"SIMGPU_LINK_FACTOR": "2-6=0.3"},
+             Expect("communication_link", [2, 6], r"link")),
+    Scenario("bad_node_links", "every link of node 1 (ranks 4-7 of 16) x0.3", "sim_train", 16,
+             PP, {"SIMGPU_LINK_FACTOR": "n1=0.3"},
+             Expect("communication_link", [4, 5, 6, 7], r"node"), nodes=4),
+    Scenario("pcie_degraded", "host<->device copies x4 on rank 5", "sim_train", 8,
+             DP + ["--input-mb", "256"], {"SIMGPU_PCIE_SLOWDOWN": "5=4"},
+             Expect("gpu_memory", [5], r"memcpy|copy|Memcpy")),
+    Scenario("slow_loader", "slow data loader on rank 3 (+15 ms a batch)", "sim_train", 8, DP,
+             {"SIM_TRAIN_SLOW_LOADER": "3=15"},
+             Expect("dataloader", [3], r"DataLoader|slow_loader|data"), ci=True),
+    Scenario("slow_loader_all", "slow data loader on every rank (+15 ms a batch)", "sim_train",
+             8, DP, {"SIM_TRAIN_SLOW_LOADER": "*=15"},
+             Expect("dataloader", ALL8, r"DataLoader|slow_loader|data",
+                    source="expected_range")),
+    Scenario("host_sync_all", "a loss.item() host sync every step on every rank", "sim_train", 8,
+             DP, {"SIM_TRAIN_HOST_SYNC_EVERY_STEP": "1"},
+             Expect("software_all_ranks", ALL8, r"item|sync|Synchronize",
+                    source="expected_range"), ci=True),
+    Scenario("gc_pauses", "GC pauses on rank 2", "sim_train", 8, DP,
+             {"SIM_TRAIN_GC_PRESSURE": "2=50"}, Expect("gc", [2], r"gc|collect")),
+    Scenario("cpu_contention", "CPU contention on rank 1 (2 busy threads)", "sim_train", 8, DP,
+             {"SIM_TRAIN_CPU_CONTENTION": "1=2"}, Expect("host_cpu", [1], r"."), ci=True),
+    Scenario("hang_missing_rank", "rank 5 stops before NCCL op 40, job SIGKILLed", "sim_train",
+             8, ["--iters", "1000", "--log-every", "1000"], {"SIMGPU_HANG": "5:40"},
+             Expect("hang", [5], r"all_reduce", hang="non_communication"), hang=True),
+    Scenario("hang_communication", "NCCL op 40 stalls for good (every rank arrived)",
+             "sim_train", 8, ["--iters", "1000", "--log-every", "1000"],
+             {"SIMGPU_STALL": "2:40"},
+             Expect("hang", ALL8, r"all_reduce", hang="communication"), hang=True),
+    Scenario("pipeline_clean", "pipeline parallel, 2 unequal stages, no fault", "sim_train", 8,
+             PP, {}, None),
+    Scenario("clean_8", "clean, 8 ranks, 3% jitter", "sim_train", 8, DP, {}, None, ci=True),
+    Scenario("clean_16", "clean, 16 ranks, 3% jitter", "sim_train", 16, DP, {}, None),
+    Scenario("torch_slow_loader", "real torch DDP (CPU, gloo): slow data loader on rank 2",
+             "torch_ddp", 4, ["--slow-loader-rank", "2", "--slow-loader-ms", "60"], {},
+             Expect("dataloader", [2], r"collate|DataLoader|dataloader"), ci=True),
+    Scenario("torch_clean", "real torch DDP (CPU, gloo): clean", "torch_ddp", 4, [], {}, None,
+             ci=True),
+]
