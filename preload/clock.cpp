@@ -62,6 +62,8 @@ uint64_t NowNs() {
   return MonotonicNs();
 }
 
+bool TscCalibrated() { return g_tsc_ready.load(std::memory_order_acquire); }
+
 bool CalibrateTsc(uint64_t calibration_ns) {
 #if defined(__x86_64__)
   static bool supported = InvariantTsc();

@@ -16,6 +16,10 @@ uint64_t MonotonicNs();  // clock_gettime(CLOCK_MONOTONIC)
 
 // Writer thread: call periodically; after `calibration_ns` of baseline it switches NowNs to the
 // TSC when the CPU's TSC is invariant. Returns true once switched.
+// Not thread-safe: only the writer thread calls it.
 bool CalibrateTsc(uint64_t calibration_ns);
+
+// True once NowNs reads the TSC. Any thread.
+bool TscCalibrated();
 
 }  // namespace perftracker::preload

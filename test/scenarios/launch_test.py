@@ -114,16 +114,18 @@ def case_ci(tools, tmp):
     job = jobs.sim_train_command(tools, 4, ["--iters", "30", "--layers", "4", "--seq", "2048",
                                              "--log-every", "5"])
     gate = os.path.join(LAUNCH, "ci_perf_gate.sh")
-    codes = {}
+    codes, outputs = {}, {}
     for name, cand in (("same", ""), ("slowed", "SIMGPU_COMPUTE_SLOWDOWN=*=1.5")):
         env["CANDIDATE_ENV"] = cand
         p = subprocess.run([gate, os.path.join(tmp, name), "--"] + job, env=env,
                            capture_output=True, text=True, timeout=400)
         codes[name] = p.returncode
+        outputs[name] = p.stdout[-3000:]
         if p.returncode not in (0, 1):
             fail(f"{name}: exit {p.returncode}\n{p.stdout[-1500:]}\n{p.stderr[-1500:]}")
     if codes != {"same": 0, "slowed": 1}:
-        fail(f"exit codes {codes}, expected clean vs clean 0 and clean vs slowed 1")
+        fail(f"exit codes {codes}, expected clean vs clean 0 and clean vs slowed 1\n"
+             f"clean vs clean:\n{outputs['same']}")
     return "clean vs clean exit 0, clean vs slowed (kernels x1.5) exit 1"
 
 
