@@ -9,20 +9,10 @@
 namespace perftracker::preload::blas {
 namespace {
 
-constexpr const char* kCublasNames[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
-constexpr const char* kCublasLtNames[] = {"libcublasLt.so.13", "libcublasLt.so.12",
-                                          "libcublasLt.so"};
 constexpr size_t kTableSize = 4096;  // power of two
 constexpr int kMaxProbes = 32;
 GemmEntry g_table[kTableSize];
 std::atomic<uint32_t> g_every{64};
-
-bool IsOurs(void* p) {
-  Dl_info mine{}, theirs{};
-  if (dladdr(reinterpret_cast<void*>(&IsOurs), &mine) == 0) return false;
-  if (dladdr(p, &theirs) == 0) return false;
-  return mine.dli_fbase == theirs.dli_fbase;
-}
 
 // 8 bits: exponent (6) and the two bits after the leading one, rounded up.
 uint64_t DimCode(int64_t d) {
@@ -94,34 +84,6 @@ const char* ApiName(Api api) {
 }
 
 }  // namespace
-
-void* RealSymbol::ResolveCold() {
-  void* p = dlsym(RTLD_NEXT, name);
-  if (p != nullptr && IsOurs(p)) p = nullptr;
-  if (p == nullptr) {
-    // Not in the global scope (torch's extension loads its libraries RTLD_LOCAL): ask the
-    // already-loaded library itself, never loading one.
-    const auto& names = library == Library::kCublas ? kCublasNames : kCublasLtNames;
-    for (const char* soname : names) {
-      void* handle = RealDlopen(soname, RTLD_LAZY | RTLD_NOLOAD);
-      if (handle == nullptr) continue;
-      void* q = dlsym(handle, name);
-      dlclose(handle);
-      if (q != nullptr && !IsOurs(q)) {
-        p = q;
-        break;
-      }
-    }
-  }
-  if (p != nullptr) address.store(p, std::memory_order_release);
-  return p;
-}
-
-void ResolveAll(RealSymbol* symbols, size_t count) {
-  for (size_t i = 0; i < count; ++i) {
-    if (symbols[i].address.load(std::memory_order_relaxed) == nullptr) symbols[i].ResolveCold();
-  }
-}
 
 int64_t ShapeClassDim(int64_t d) { return DimValue(DimCode(d)); }
 

@@ -16,26 +16,12 @@
 #include <cstdint>
 
 #include "preload/recorder.h"
+#include "preload/symbols.h"
 
 namespace perftracker::preload::blas {
 
-enum class Library : uint8_t { kCublas, kCublasLt };
-
-// Like preload/symbols.h's RealSymbol, for the BLAS libraries.
-struct RealSymbol {
-  const char* name;
-  Library library;
-  std::atomic<void*> address{nullptr};
-
-  template <typename Fn>
-  Fn Get() {
-    void* p = address.load(std::memory_order_acquire);
-    if (p == nullptr) [[unlikely]] p = ResolveCold();
-    return reinterpret_cast<Fn>(p);
-  }
-  [[gnu::cold, gnu::noinline]] void* ResolveCold();
-};
-void ResolveAll(RealSymbol* symbols, size_t count);
+// Real cuBLAS/cuBLASLt functions are preload::RealSymbol entries (symbols.h) with
+// Library::kCublas / kCublasLt.
 
 enum class Api : uint8_t {
   kGemmEx,

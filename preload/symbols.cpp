@@ -6,8 +6,13 @@ namespace perftracker::preload {
 namespace {
 
 // Sonames we know, newest first. The NOLOAD lookup also matches a library loaded by a path.
-constexpr const char* kCudartNames[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so"};
-constexpr const char* kNcclNames[] = {"libnccl.so.2", "libnccl.so"};
+// Indexed by Library.
+constexpr const char* kSonames[][3] = {
+    {"libcudart.so.13", "libcudart.so.12", "libcudart.so"},
+    {"libnccl.so.2", "libnccl.so", nullptr},
+    {"libcublas.so.13", "libcublas.so.12", "libcublas.so"},
+    {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"},
+};
 
 // True if `p` lies inside libperftracker.so: forwarding to it would recurse forever.
 bool IsOurs(void* p) {
@@ -26,17 +31,15 @@ void* RealDlopen(const char* file, int flags) {
 }
 
 void* FindLoaded(Library library, const char* name) {
-  const auto try_names = [name](const auto& names) -> void* {
-    for (const char* soname : names) {
-      void* handle = RealDlopen(soname, RTLD_LAZY | RTLD_NOLOAD);
-      if (handle == nullptr) continue;
-      void* p = dlsym(handle, name);
-      dlclose(handle);  // drops the reference NOLOAD took; the library stays loaded
-      if (p != nullptr && !IsOurs(p)) return p;
-    }
-    return nullptr;
-  };
-  return library == Library::kCudart ? try_names(kCudartNames) : try_names(kNcclNames);
+  for (const char* soname : kSonames[static_cast<size_t>(library)]) {
+    if (soname == nullptr) break;
+    void* handle = RealDlopen(soname, RTLD_LAZY | RTLD_NOLOAD);
+    if (handle == nullptr) continue;
+    void* p = dlsym(handle, name);
+    dlclose(handle);  // drops the reference NOLOAD took; the library stays loaded
+    if (p != nullptr && !IsOurs(p)) return p;
+  }
+  return nullptr;
 }
 
 void* RealSymbol::ResolveCold() {

@@ -17,7 +17,7 @@ namespace perftracker::preload {
 // Libraries a symbol may live in, tried with dlopen(RTLD_NOLOAD) when dlsym(RTLD_NEXT) cannot see
 // it: RTLD_NEXT only searches the global scope, and a library loaded as the dependency of an
 // RTLD_LOCAL dlopen (a Python extension linked to libcudart) is not in it.
-enum class Library : unsigned char { kCudart, kNccl };
+enum class Library : unsigned char { kCudart, kNccl, kCublas, kCublasLt };
 
 struct RealSymbol {
   const char* name;
