@@ -162,7 +162,9 @@ TEST_CASE("sim_train: every GEMM and NCCL kernel counted, a slow GPU shows", "[d
     CHECK(nccl_kernels == collectives);
     CHECK(SumPrefix(r->kernels, "ncclDevKernel_", &pt::Totals::device_samples) > 0);
   }
-  // The same GEMM shape class, compared like for like: rank 1's GPU is twice as slow.
+  // The same GEMM shape class, compared like for like: rank 1's GPU is twice as slow. Sampled
+  // event pairs also catch a little queueing on a loaded host, hence the margin; a lost
+  // slowdown reads as 1.
   int compared = 0;
   for (const auto& [name, t0] : r0.kernels) {
     if (name.rfind("cublasGemmEx ", 0) != 0 || t0.device_samples == 0) continue;
@@ -170,8 +172,8 @@ TEST_CASE("sim_train: every GEMM and NCCL kernel counted, a slow GPU shows", "[d
     REQUIRE(it != r1.kernels.end());
     const double ratio = it->second.DeviceMean() / t0.DeviceMean();
     INFO(name << " ratio " << ratio);
-    CHECK(ratio > 1.8);
-    CHECK(ratio < 2.2);
+    CHECK(ratio > 1.6);
+    CHECK(ratio < 2.4);
     ++compared;
   }
   CHECK(compared >= 4);
