@@ -34,6 +34,8 @@ def parse_args(argv):
     p.add_argument("--log-every", type=int, default=10)
     p.add_argument("--pp-stages", type=int, default=2)
     p.add_argument("--microbatches", type=int, default=4)
+    p.add_argument("--input-mb", type=int, default=0,
+                   help="bytes copied host-to-device per batch, in MiB (default: the token ids)")
     return p.parse_args(argv)
 
 
@@ -60,7 +62,8 @@ class Trainer:
             self.model, self.ddp = build_dp(args, rank, self.group, self.loss)
             self.optimizer = optim.AdamW(self.model.param_bytes)
         tokens = args.seq * args.micro_batch
-        self.loader = DataLoader(tokens, args.iters, faults, seed=rank)
+        self.loader = DataLoader(tokens, args.iters, faults, seed=rank,
+                                 input_bytes=args.input_mb << 20)
 
     def train_step(self, batch):
         self.optimizer.zero_grad()

@@ -6,13 +6,15 @@ from simtorch import cuda
 
 
 class DataLoader:
-    def __init__(self, tokens_per_batch, steps, faults, seed=0):
+    def __init__(self, tokens_per_batch, steps, faults, seed=0, input_bytes=0):
         self.tokens = tokens_per_batch
         self.steps = steps
         self.faults = faults
         self.rng = random.Random(seed)
-        self.pinned = cuda.Buffer(tokens_per_batch * 8, pinned_host=True)
-        self.device = cuda.Buffer(tokens_per_batch * 8)
+        # Token ids by default; larger inputs (images, packed features) make the copy matter.
+        size = input_bytes or tokens_per_batch * 8
+        self.pinned = cuda.Buffer(size, pinned_host=True)
+        self.device = cuda.Buffer(size)
         self.step = 0
 
     def __iter__(self):
