@@ -15,6 +15,9 @@ void Aggregator::Add(const Event& e, const Tables& tables) {
     case EventType::kCall:
       AddCall(e);
       break;
+    case EventType::kNativeCall:
+      AddNativeCall(e, tables);
+      break;
     case EventType::kDeviceTime: {
       if (e.slot >= functions_.size()) functions_.resize(e.slot + 1);
       FunctionAcc& f = functions_[e.slot];
@@ -33,19 +36,56 @@ void Aggregator::Add(const Event& e, const Tables& tables) {
   }
 }
 
-void Aggregator::AddCall(const Event& e) {
-  if (e.slot >= functions_.size()) functions_.resize(e.slot + 1);
-  FunctionAcc& f = functions_[e.slot];
-  f.min = f.count == 0 ? e.a : std::min(f.min, e.a);
-  f.max = std::max(f.max, e.a);
+void Aggregator::AddCall(const Event& e) { AddSample(e.slot, true, e.a, e.b, e.c, e.d); }
+
+void Aggregator::AddNativeCall(const Event& e, const Tables& tables) {
+  const bool timed = (e.flags[0] & kNativeTimed) != 0;
+  const uint64_t wait = (e.flags[0] & kNativeBlocking) != 0 ? e.b : 0;
+  const auto site = static_cast<Slot>(e.a);
+  const auto extra = static_cast<Slot>(e.a >> 32);
+  AddSample(e.slot, timed, e.b, e.b, wait, e.d);
+  if (site != kNoSlot) AddSample(site, timed, e.b, e.b, wait, e.d);
+  if (extra != kNoSlot) AddSample(extra, timed, e.b, e.b, wait, e.d);
+  const auto python = static_cast<Slot>(e.c);
+  if (python != kNoSlot) {
+    const Slot attributed = PyNativeSlot(python, extra != kNoSlot ? extra : e.slot, tables);
+    if (attributed != kNoSlot) AddSample(attributed, timed, e.b, e.b, wait, e.d);
+  }
+}
+
+void Aggregator::AddSample(Slot slot, bool timed, uint64_t ns, uint64_t self_ns, uint64_t wait_ns,
+                           uint64_t bytes) {
+  if (slot >= functions_.size()) functions_.resize(slot + 1);
+  FunctionAcc& f = functions_[slot];
   ++f.count;
-  f.total += e.a;
-  f.self += e.b;
-  f.wait += e.c;
-  f.bytes += e.d;
-  f.duration.Add(e.a);
-  if (f.iter_total == 0) touched_.push_back(e.slot);
-  f.iter_total += std::max<uint64_t>(e.a, 1);
+  f.bytes += bytes;
+  if (f.iter_count == 0) touched_.push_back(slot);
+  ++f.iter_count;
+  if (!timed) return;
+  f.min = f.timed == 0 ? ns : std::min(f.min, ns);
+  f.max = std::max(f.max, ns);
+  ++f.timed;
+  f.total += ns;
+  f.self += self_ns;
+  f.wait += wait_ns;
+  f.duration.Add(ns);
+  ++f.iter_timed;
+  f.iter_ns += std::max<uint64_t>(ns, 1);
+}
+
+// The pattern "calls of `target` made from Python function `python`", interned on first sight.
+// The writer holds its own lock here, and fork handlers take the tables' lock before it: only
+// try the tables' lock, and skip the attribution this once when it is busy.
+Slot Aggregator::PyNativeSlot(Slot python, Slot target, const Tables& tables) {
+  const uint64_t key = uint64_t{python} << 32 | target;
+  if (auto it = py_native_.find(key); it != py_native_.end()) return it->second;
+  const uint32_t known = tables.function_count.load(std::memory_order_acquire);
+  if (python >= known || target >= known) return kNoSlot;
+  bool busy = false;
+  const Slot slot = TryInternFunction(format::FunctionKind::kPyNative,
+                                      tables.functions[target].name, python, &busy);
+  if (!busy) py_native_.emplace(key, slot);
+  return slot;
 }
 
 Aggregator::CommState& Aggregator::Comm(const CollectiveEntry& entry) {
@@ -99,8 +139,15 @@ void Aggregator::EndIteration(uint64_t end_ns, const Tables& tables) {
   s.total_ns += d;
   s.duration.Add(d);
   for (uint32_t slot : touched_) {
-    functions_[slot].per_iteration.Add(functions_[slot].iter_total);
-    functions_[slot].iter_total = 0;
+    FunctionAcc& f = functions_[slot];
+    uint64_t ns = f.iter_ns;
+    if (f.iter_timed < f.iter_count) {
+      const uint64_t mean = f.iter_timed > 0 ? f.iter_ns / f.iter_timed : f.mean_ns;
+      ns += (f.iter_count - f.iter_timed) * std::max<uint64_t>(mean, 1);
+    }
+    if (f.iter_timed > 0) f.mean_ns = f.iter_ns / f.iter_timed;
+    f.per_iteration.Add(ns);
+    f.iter_count = f.iter_timed = f.iter_ns = 0;
   }
   touched_.clear();
   ++iterations_;

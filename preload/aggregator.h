@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "preload/event_ring.h"
@@ -36,10 +37,14 @@ class Aggregator {
   uint64_t windows_done() const { return window_seq_; }
 
  private:
+  // Host time may be sampled (kNativeCall): `count` counts every call, `timed` the calls whose
+  // duration is known; totals are scaled from those when the window is built.
   struct FunctionAcc {
-    uint64_t count = 0, total = 0, self = 0, min = 0, max = 0, wait = 0, bytes = 0;
+    uint64_t count = 0, timed = 0, total = 0, self = 0, min = 0, max = 0, wait = 0, bytes = 0;
     uint64_t device_samples = 0, device_ns = 0;
-    uint64_t iter_total = 0;
+    // The iteration in progress (carried across windows): calls, timed calls, their time.
+    uint64_t iter_count = 0, iter_timed = 0, iter_ns = 0;
+    uint64_t mean_ns = 0;  // of recent timed calls: the estimate when none was timed
     format::Histogram duration, device, per_iteration;
   };
   struct CollectiveAcc {
@@ -58,6 +63,10 @@ class Aggregator {
   };
 
   void AddCall(const Event& e);
+  void AddNativeCall(const Event& e, const Tables& tables);
+  void AddSample(Slot slot, bool timed, uint64_t ns, uint64_t self_ns, uint64_t wait_ns,
+                 uint64_t bytes);
+  Slot PyNativeSlot(Slot python, Slot target, const Tables& tables);
   void AddCollective(const Event& e, const Tables& tables);
   void EndIteration(uint64_t end_ns, const Tables& tables);
   CommState& Comm(const CollectiveEntry& entry);
@@ -75,7 +84,8 @@ class Aggregator {
   format::IterationStats iteration_stats_;
   format::Health health_;
   std::vector<FunctionAcc> functions_;
-  std::vector<uint32_t> touched_;  // functions called in the iteration in progress
+  std::vector<uint32_t> touched_;                 // functions called in the iteration in progress
+  std::unordered_map<uint64_t, Slot> py_native_;  // (python << 32 | target) -> kPyNative slot
   std::vector<CollectiveAcc> collectives_;
   std::vector<CommState> comms_;
 };

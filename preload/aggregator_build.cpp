@@ -21,6 +21,13 @@ std::vector<uint32_t> WindowSlots(const std::vector<uint8_t>& called, const Tabl
   return slots;
 }
 
+// A sum over the `timed` calls of `count`, scaled to all of them (`mean` when none was timed).
+uint64_t ScaleToCount(uint64_t sum, uint64_t timed, uint64_t count, uint64_t mean) {
+  if (timed == count) return sum;
+  if (timed == 0) return count * mean;
+  return static_cast<uint64_t>(static_cast<unsigned __int128>(sum) * count / timed);
+}
+
 }  // namespace
 
 format::Window Aggregator::Build(uint64_t end_ns, const Tables& tables) {
@@ -46,8 +53,8 @@ format::Window Aggregator::Build(uint64_t end_ns, const Tables& tables) {
     p.name = entry.name;
     p.parent = entry.parent == kNoSlot || entry.parent >= index.size() ? -1 : index[entry.parent];
     p.count = f.count;
-    p.total_ns = f.total;
-    p.self_ns = f.self;
+    p.total_ns = ScaleToCount(f.total, f.timed, f.count, f.mean_ns);
+    p.self_ns = ScaleToCount(f.self, f.timed, f.count, f.mean_ns);
     p.min_ns = f.min;
     p.max_ns = f.max;
     p.wait_ns = f.wait;
@@ -59,9 +66,13 @@ format::Window Aggregator::Build(uint64_t end_ns, const Tables& tables) {
     p.per_iteration = std::move(f.per_iteration);
     index[slot] = static_cast<int32_t>(w.functions.size());
     w.functions.push_back(std::move(p));
-    const uint64_t carried = f.iter_total;  // an iteration in progress continues
-    f = FunctionAcc{};
-    f.iter_total = carried;
+    // An iteration in progress continues into the next window.
+    FunctionAcc carried;
+    carried.iter_count = f.iter_count;
+    carried.iter_timed = f.iter_timed;
+    carried.iter_ns = f.iter_ns;
+    carried.mean_ns = f.timed > 0 ? f.total / f.timed : f.mean_ns;
+    f = std::move(carried);
   }
   format::FillFunctionIds(&w.functions);
 

@@ -23,6 +23,9 @@ namespace perftracker::preload {
     "distinct functions (call paths, kernels, call sites) recorded per process")                \
   X(SAMPLE_EVERY, Uint, sample_every, 64,                                                       \
     "device time of 1 in N kernel launches / copies per call site (timing events); 0 = none")  \
+  X(HOST_SAMPLE_EVERY, Uint, host_sample_every, 8,                                              \
+    "host time of 1 in N non-blocking CUDA calls per thread on average (the rest are counted); "\
+    "1 = every call")                                                                          \
   X(CUPTI, Bool, cupti, false,                                                                  \
     "`1` times every kernel and copy with CUPTI activity records (off if another CUPTI user)")  \
   X(DRIVER, Bool, driver, false,                                                                \

@@ -1,15 +1,18 @@
-// The shape shared by every CUDA runtime hook: guard -> timestamp -> real call -> record.
+// The shape shared by every CUDA runtime hook: guard -> (timestamp) -> real call -> record.
 //
 // Hot path (everything inline here): no locks, no allocation, no syscalls beyond the vDSO
-// clock. A call records its API function (count, host time, wait time of blocking calls,
-// bytes) and its call site; a kernel launch also records its kernel; 1 in N launches per site
-// (PERFTRACKER_SAMPLE_EVERY) is bracketed with pooled timing events for its device time.
+// clock. A call counts under its API function and its call site (a kernel launch also under
+// its kernel), with bytes and the Python function that made it. Host time: every blocking call,
+// a random 1 in PERFTRACKER_HOST_SAMPLE_EVERY of the others (the clock costs more than the rest
+// of the hook: ~22 ns a reading on the VMs we measured). Device time: 1 in
+// PERFTRACKER_SAMPLE_EVERY launches per site, bracketed with pooled timing events.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include "preload/cuda_sites.h"
 #include "preload/device_timer.h"
+#include "preload/python_context.h"
 #include "preload/recorder.h"
 #include "preload/symbols.h"
 
@@ -29,7 +32,8 @@ inline std::atomic<uint8_t> g_cuda_runtime_state{0};
 inline bool Tracing() {
   if (t_in_hook || !Active()) return false;
   const uint8_t state = g_cuda_runtime_state.load(std::memory_order_relaxed);
-  if (state == 1) [[likely]] return true;
+  if (state == 1) [[likely]]
+    return true;
   return state == 0 && CheckCudaRuntime();
 }
 
@@ -50,25 +54,69 @@ inline cudaStream_t PerThread(cudaStream_t stream) {
   return stream == nullptr ? cudaStreamPerThread : stream;
 }
 
-// One hooked runtime call. Construct right before the real call, Finish right after.
+// How a call's host time is measured.
+enum class HostTiming : uint8_t {
+  kSampled,   // non-blocking, frequent (launches, async copies): 1 in N calls (SampleHostTime)
+  kAlways,    // rare and costly anyway (allocations)
+  kBlocking,  // every call, and all of it counts as wait (synchronizations, sync copies)
+};
+
+// Host timing of one hooked call, shared by the runtime and driver tiers. An untimed call reads
+// no clock; a timed one reads it around the real call, and 1 in 8 timed calls also at hook
+// entry and exit for the hook's own cost (health.hook_ns / hook_calls: a sample of calls).
+class HostSample {
+ public:
+  explicit HostSample(HostTiming timing)
+      : timed_(timing != HostTiming::kSampled || SampleHostTime()),
+        overhead_(timed_ && (t_timed_calls++ & 7) == 0) {
+    if (overhead_) entry_ns_ = NowNs();
+  }
+  void Start() {
+    if (timed_) start_ns_ = NowNs();
+  }
+  void End() {
+    if (timed_) end_ns_ = NowNs();
+  }
+  bool timed() const { return timed_; }
+  uint64_t end_ns() const { return end_ns_; }
+  uint64_t duration_ns() const { return end_ns_ > start_ns_ ? end_ns_ - start_ns_ : 0; }
+  // After the call is recorded.
+  void ReportOverhead() const {
+    if (overhead_) [[unlikely]] {
+      RecordHookOverhead((start_ns_ - entry_ns_) + (NowNs() - end_ns_));
+    }
+  }
+
+ private:
+  bool timed_;
+  bool overhead_;
+  uint64_t entry_ns_ = 0, start_ns_ = 0, end_ns_ = 0;
+};
+
+// One hooked runtime call. Construct right before the real call, Finish right after. The
+// untimed path (most launches) is a thread-local countdown, two table lookups and one event.
 class CudaCall {
  public:
-  // `timed_stream`: sample device time on it (nullptr: a call without device work to time).
-  // `device_slot`: where a sample reports (kernel or copy slot; kNoSlot: the site's slot).
-  CudaCall(ApiSlot& api, void* return_address, bool timed, cudaStream_t stream = nullptr)
-      : api_(api), return_address_(return_address), stream_(stream) {
-    if (g_cupti_pending.load(std::memory_order_relaxed)) [[unlikely]] StartCuptiOnce();
+  // `device_timed`: sample device time on `stream` (1 in PERFTRACKER_SAMPLE_EVERY per site).
+  CudaCall(ApiSlot& api, void* return_address, bool device_timed, cudaStream_t stream = nullptr,
+           HostTiming timing = HostTiming::kSampled)
+      : host_(timing),
+        api_(api),
+        return_address_(return_address),
+        stream_(stream),
+        blocking_(timing == HostTiming::kBlocking) {
+    if (g_cupti_pending.load(std::memory_order_relaxed)) [[unlikely]]
+      StartCuptiOnce();
     site_ = FindSite(api, return_address);
-    if (timed && SampleSite(site_)) [[unlikely]] timer_ = TimerStart(stream);
-    start_ns_ = NowNs();
+    if (device_timed && SampleSite(site_)) [[unlikely]]
+      timer_ = TimerStart(stream);
+    host_.Start();
   }
 
   // Records the call. `extra`: a second slot charged with the same call (the kernel).
-  void Finish(bool ok, Slot extra = kNoSlot, Slot device_slot = kNoSlot, uint64_t bytes = 0,
-              bool blocking = false) {
-    const uint64_t end = NowNs();
-    const uint64_t ns = end > start_ns_ ? end - start_ns_ : 0;
-    const uint64_t wait = blocking ? ns : 0;
+  // `device_slot`: where a device-time sample reports (kNoSlot: the site's slot).
+  void Finish(bool ok, Slot extra = kNoSlot, Slot device_slot = kNoSlot, uint64_t bytes = 0) {
+    host_.End();
     const Slot site = SiteSlot(site_, api_, return_address_);
     if (timer_ != kNoTimer) [[unlikely]] {
       if (!ok) {
@@ -78,19 +126,20 @@ class CudaCall {
         TimerEnd(timer_, stream_, target);
       }
     }
-    RecordCall(api_.Get(), end, ns, ns, wait, bytes);
-    if (site != kNoSlot) RecordCall(site, end, ns, ns, wait, bytes);
-    if (extra != kNoSlot) RecordCall(extra, end, ns, ns, wait, bytes);
+    RecordNativeCall(api_.Get(), site, extra, CurrentPythonSlot(), host_.timed(), blocking_,
+                     host_.end_ns(), host_.duration_ns(), bytes);
+    host_.ReportOverhead();
   }
 
  private:
   HookScope scope_;
+  HostSample host_;
   ApiSlot& api_;
   void* return_address_;
   cudaStream_t stream_;
+  bool blocking_;
   SiteEntry* site_ = nullptr;
   int32_t timer_ = kNoTimer;
-  uint64_t start_ns_ = 0;
 };
 
 }  // namespace perftracker::preload

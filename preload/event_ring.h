@@ -14,17 +14,28 @@
 namespace perftracker::preload {
 
 enum class EventType : uint8_t {
-  kCall,             // slot, t = end, a = duration, b = self, c = wait, d = bytes
-  kDeviceTime,       // slot, a = device ns
-  kCollLaunch,       // slot = collective, t = launch, a = seq, b = host ns
-  kCollDone,         // slot = collective, a = seq, b = device ns
-  kIteration,        // t = end of the iteration
+  kCall,        // slot, t = end, a = duration, b = self, c = wait, d = bytes
+  kNativeCall,  // slot = API function, a = site | extra << 32, t/b/d: see NativeCallFlags
+  kDeviceTime,  // slot, a = device ns
+  kCollLaunch,  // slot = collective, t = launch, a = seq, b = host ns, c = epoch after it
+  kCollDone,    // slot = collective, a = seq, b = device ns
+  kIteration,   // t = end of the iteration, a = epoch after it (0: unknown)
 };
+
+// kNativeCall, flags in flags[0]. A timed call has t = end and b = host duration; an untimed
+// one (host time sampled, see SampleHostTime) has t = kEpochTag | the epoch it ran in, b = 0.
+// c = the Python function on top of the thread's stack (kNoSlot: none), d = bytes.
+enum NativeCallFlags : uint8_t { kNativeTimed = 1, kNativeBlocking = 2 };
+
+// Epochs order untimed events without a clock: a process-wide counter that every iteration
+// marker and every collective launch advances. An event tagged with epoch e happened before the
+// boundary event that carries an epoch greater than e.
+inline constexpr uint64_t kEpochTag = uint64_t{1} << 63;
 
 struct Event {
   uint32_t slot;
   EventType type;
-  uint8_t reserved[3];
+  uint8_t flags[3];  // per type; kNativeCall: [0] = NativeCallFlags
   uint64_t t;
   uint64_t a;
   uint64_t b;
@@ -41,18 +52,33 @@ struct alignas(64) ThreadRing {
   std::atomic<uint64_t> dropped{0};
   std::atomic<uint64_t> hook_ns{0};
   std::atomic<uint64_t> hook_calls{0};
+  uint64_t cached_tail = 0;  // the consumer's tail as last seen: re-read only when it looks full
   alignas(64) std::atomic<uint64_t> tail{0};  // consumer side
   std::atomic<RingState> state{RingState::kInUse};
   ThreadRing* next = nullptr;  // registry list, written once before publication
   uint64_t capacity = 0;       // a power of two; 0 for the sentinel
   Event* events = nullptr;
 
+  // Owner thread only: the slot for the next event, filled in place and published by Commit;
+  // null when full (or for the sentinel). In place, because an event built elsewhere and copied
+  // in is read back with wide loads right after narrow stores, a store-forwarding stall that
+  // cost more than the rest of a hooked launch.
+  Event* Claim() {
+    const uint64_t h = head.load(std::memory_order_relaxed);
+    if (h - cached_tail >= capacity) [[unlikely]] {
+      cached_tail = tail.load(std::memory_order_acquire);
+      if (h - cached_tail >= capacity) return nullptr;
+    }
+    return &events[h & (capacity - 1)];
+  }
+  void Commit() { head.store(head.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+
   // Owner thread only. False when full (or for the sentinel).
   bool Push(const Event& e) {
-    const uint64_t h = head.load(std::memory_order_relaxed);
-    if (h - tail.load(std::memory_order_acquire) >= capacity) return false;
-    events[h & (capacity - 1)] = e;
-    head.store(h + 1, std::memory_order_release);
+    Event* slot = Claim();
+    if (slot == nullptr) return false;
+    *slot = e;
+    Commit();
     return true;
   }
 

@@ -4,6 +4,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <unordered_map>
 
@@ -13,10 +14,13 @@
 namespace perftracker::preload {
 namespace {
 
-std::atomic<bool> g_active{false};
 std::atomic<ThreadRing*> g_rings{nullptr};
 uint64_t g_ring_events = 1 << 16;
 std::atomic<PythonStackProvider> g_python_stack{nullptr};
+// See kEpochTag (event_ring.h). Written by iteration markers and collective launches, read by
+// every untimed native call: a line that is read far more often than written.
+alignas(64) std::atomic<uint64_t> g_epoch{0};
+std::atomic<uint32_t> g_host_sample_every{8};
 
 // Every thread starts on the sentinel: capacity 0, so its first Push fails and takes the cold
 // path, which installs a real ring. The fast path never asks "initialized?".
@@ -88,7 +92,7 @@ ThreadRing* AdoptOrCreateRing() {
     ThreadRing::Bump(ring->dropped, 1);
     return;
   }
-  if (!g_active.load(std::memory_order_relaxed) || tls_exited) return;
+  if (!g_recorder_active.load(std::memory_order_relaxed) || tls_exited) return;
   ring = AdoptOrCreateRing();
   if (ring == nullptr) return;
   // The main thread's TLS destructors run in exit() before the atexit handlers, which still
@@ -102,13 +106,13 @@ ThreadRing* AdoptOrCreateRing() {
 }
 
 inline void Push(const Event& e) {
-  if (!tls_ring->Push(e)) [[unlikely]] PushSlow(e);
+  if (!tls_ring->Push(e)) [[unlikely]]
+    PushSlow(e);
 }
 
 }  // namespace
 
-bool Active() { return g_active.load(std::memory_order_relaxed); }
-void SetActive(bool active) { g_active.store(active, std::memory_order_release); }
+void SetActive(bool active) { g_recorder_active.store(active, std::memory_order_release); }
 
 Tables& GetTables() {
   static Tables* tables = new Tables();  // never destroyed: hooks may run during exit
@@ -128,9 +132,10 @@ void InitRecorder(uint32_t max_functions, uint64_t ring_events) {
   g_ring_events = std::bit_ceil(std::max<uint64_t>(ring_events, 1024));
 }
 
-Slot InternFunction(format::FunctionKind kind, std::string_view name, Slot parent) {
-  Tables& t = GetTables();
-  std::lock_guard lock(t.mu);
+namespace {
+
+Slot InternFunctionLocked(Tables& t, format::FunctionKind kind, std::string_view name,
+                          Slot parent) {
   if (g_function_index == nullptr) return kNoSlot;
   FunctionKey key{kind, parent, std::string(name)};
   if (auto it = g_function_index->find(key); it != g_function_index->end()) return it->second;
@@ -143,6 +148,21 @@ Slot InternFunction(format::FunctionKind kind, std::string_view name, Slot paren
   g_function_index->emplace(std::move(key), slot);
   t.function_count.store(slot + 1, std::memory_order_release);
   return slot;
+}
+
+}  // namespace
+
+Slot InternFunction(format::FunctionKind kind, std::string_view name, Slot parent) {
+  Tables& t = GetTables();
+  std::lock_guard lock(t.mu);
+  return InternFunctionLocked(t, kind, name, parent);
+}
+
+Slot TryInternFunction(format::FunctionKind kind, std::string_view name, Slot parent, bool* busy) {
+  Tables& t = GetTables();
+  std::unique_lock lock(t.mu, std::try_to_lock);
+  *busy = !lock.owns_lock();
+  return *busy ? kNoSlot : InternFunctionLocked(t, kind, name, parent);
 }
 
 Slot InternCollective(uint64_t comm_id, uint32_t comm_size, uint32_t comm_rank,
@@ -184,6 +204,53 @@ void RecordCall(Slot slot, uint64_t end_ns, uint64_t duration_ns, uint64_t self_
   Push(Event{slot, EventType::kCall, {}, end_ns, duration_ns, self_ns, wait_ns, bytes});
 }
 
+void RecordNativeCall(Slot api, Slot site, Slot extra, Slot python, bool timed, bool blocking,
+                      uint64_t end_ns, uint64_t duration_ns, uint64_t bytes) {
+  if (api == kNoSlot) return;
+  const uint8_t flags =
+      static_cast<uint8_t>((timed ? kNativeTimed : 0) | (blocking ? kNativeBlocking : 0));
+  const uint64_t t = timed ? end_ns : kEpochTag | g_epoch.load(std::memory_order_relaxed);
+  ThreadRing* ring = tls_ring;
+  Event* e = ring->Claim();
+  if (e == nullptr) [[unlikely]] {
+    PushSlow(Event{api,
+                   EventType::kNativeCall,
+                   {flags, 0, 0},
+                   t,
+                   uint64_t{site} | uint64_t{extra} << 32,
+                   timed ? duration_ns : 0,
+                   python,
+                   bytes});
+    return;
+  }
+  e->slot = api;
+  e->type = EventType::kNativeCall;
+  e->flags[0] = flags;
+  e->t = t;
+  e->a = uint64_t{site} | uint64_t{extra} << 32;
+  e->b = timed ? duration_ns : 0;
+  e->c = python;
+  e->d = bytes;
+  ring->Commit();
+}
+
+bool ReloadHostSample() {
+  // xorshift64 per thread, seeded from the thread's own address: threads do not sample in step.
+  thread_local uint64_t state [[gnu::tls_model("initial-exec")]] =
+      reinterpret_cast<uintptr_t>(&state) | 1;
+  state ^= state << 13;
+  state ^= state >> 7;
+  state ^= state << 17;
+  const uint32_t every = g_host_sample_every.load(std::memory_order_relaxed);
+  // Uniform in [1, 2N-1]: a mean interval of N calls.
+  t_host_countdown = every <= 1 ? 1 : 1 + static_cast<uint32_t>(state % (2 * every - 1));
+  return true;
+}
+
+void SetHostSampleEvery(uint32_t every) {
+  g_host_sample_every.store(std::max<uint32_t>(every, 1), std::memory_order_relaxed);
+}
+
 void RecordDeviceTime(Slot slot, uint64_t device_ns) {
   if (slot == kNoSlot) return;
   Push(Event{slot, EventType::kDeviceTime, {}, 0, device_ns, 0, 0, 0});
@@ -191,7 +258,8 @@ void RecordDeviceTime(Slot slot, uint64_t device_ns) {
 
 void RecordCollectiveLaunch(Slot collective, uint64_t seq, uint64_t launch_ns, uint64_t host_ns) {
   if (collective == kNoSlot) return;
-  Push(Event{collective, EventType::kCollLaunch, {}, launch_ns, seq, host_ns, 0, 0});
+  const uint64_t epoch = g_epoch.fetch_add(1, std::memory_order_relaxed) + 1;
+  Push(Event{collective, EventType::kCollLaunch, {}, launch_ns, seq, host_ns, epoch, 0});
 }
 
 void RecordCollectiveDone(Slot collective, uint64_t seq, uint64_t device_ns) {
@@ -200,7 +268,8 @@ void RecordCollectiveDone(Slot collective, uint64_t seq, uint64_t device_ns) {
 }
 
 void MarkIteration(uint64_t end_ns) {
-  Push(Event{0, EventType::kIteration, {}, end_ns, 0, 0, 0, 0});
+  const uint64_t epoch = g_epoch.fetch_add(1, std::memory_order_relaxed) + 1;
+  Push(Event{0, EventType::kIteration, {}, end_ns, epoch, 0, 0, 0});
 }
 
 void RecordHookOverhead(uint64_t ns, uint64_t calls) {

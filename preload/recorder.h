@@ -15,6 +15,7 @@
 // appends them to the ring file. It refreshes the live slot at least once a second.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -28,8 +29,10 @@ using Slot = uint32_t;
 inline constexpr Slot kNoSlot = ~Slot{0};
 
 // True when this process records: a training rank, enabled, not a forked child, and the ring
-// file could be created. Hooks test this first and pass through when false.
-bool Active();
+// file could be created. Hooks test this first and pass through when false. Inline: every hook
+// asks, and a call across the library costs as much as the test.
+inline std::atomic<bool> g_recorder_active{false};
+inline bool Active() { return g_recorder_active.load(std::memory_order_relaxed); }
 
 // Monotonic nanoseconds (CLOCK_MONOTONIC through the vDSO): the time base of every event.
 uint64_t NowNs();
@@ -42,8 +45,7 @@ Slot InternFunction(format::FunctionKind kind, std::string_view name, Slot paren
 
 // The slot of a collective pattern: one per (communicator, op, bytes, peer).
 Slot InternCollective(uint64_t comm_id, uint32_t comm_size, uint32_t comm_rank,
-                      format::CollectiveOp op, int32_t peer, uint64_t bytes,
-                      std::string_view name);
+                      format::CollectiveOp op, int32_t peer, uint64_t bytes, std::string_view name);
 
 // The Python context provider: fills `frames` (outermost first) with the Python stack of the
 // thread that is running the training loop. Called from the writer thread without the GIL; it
@@ -58,6 +60,31 @@ void SetPythonStackProvider(PythonStackProvider provider);
 //   synchronizing call; bytes: bytes moved (copies, collectives).
 void RecordCall(Slot slot, uint64_t end_ns, uint64_t duration_ns, uint64_t self_ns,
                 uint64_t wait_ns = 0, uint64_t bytes = 0);
+
+// One call of a hooked native API (CUDA runtime, driver), counted under its API function and,
+// when not kNoSlot, its call site and `extra` (kernel, copy kind): one event for all three.
+// Host time is measured on a sample of calls (SampleHostTime): `timed` calls carry end_ns and
+// duration_ns; the others are counted and their time is estimated from the timed ones of the
+// same function. Blocking calls are always timed (their wait is the point). `python` is the
+// Python function that made the call (CurrentPythonSlot()), kNoSlot outside Python.
+void RecordNativeCall(Slot api, Slot site, Slot extra, Slot python, bool timed, bool blocking,
+                      uint64_t end_ns, uint64_t duration_ns, uint64_t bytes = 0);
+
+// True for the calls whose host time this thread measures: 1 in PERFTRACKER_HOST_SAMPLE_EVERY
+// on average, at random intervals so that no periodic call pattern is always or never timed.
+// A thread-local countdown: no clock, no shared cache line.
+inline thread_local uint32_t t_host_countdown [[gnu::tls_model("initial-exec")]] = 0;
+// Of the timed calls, 1 in 8 also measures the hook's own cost (two more clock readings).
+inline thread_local uint32_t t_timed_calls [[gnu::tls_model("initial-exec")]] = 0;
+[[gnu::cold, gnu::noinline]] bool ReloadHostSample();
+inline bool SampleHostTime() {
+  if (t_host_countdown > 1) [[likely]] {
+    --t_host_countdown;
+    return false;
+  }
+  return ReloadHostSample();
+}
+void SetHostSampleEvery(uint32_t every);
 
 // A device-time measurement of one launch of `slot` (sampled kernels, copies), reported when it
 // is known (by the event poller, possibly much later than the launch).

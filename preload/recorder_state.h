@@ -43,6 +43,10 @@ struct Tables {
 
 Tables& GetTables();
 
+// InternFunction without waiting: when the tables' lock is held elsewhere, sets *busy and
+// returns kNoSlot. For the writer thread, which must not wait on that lock while holding its own.
+Slot TryInternFunction(format::FunctionKind kind, std::string_view name, Slot parent, bool* busy);
+
 // The first ring of the registry list; rings are pushed at the front and never removed.
 ThreadRing* FirstRing();
 

@@ -3,6 +3,7 @@
 #include "preload/writer.h"
 
 #include <fcntl.h>
+#include <flatbuffers/flatbuffers.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -14,12 +15,11 @@
 #include <mutex>
 #include <vector>
 
-#include <flatbuffers/flatbuffers.h>
-
 #include "preload/aggregator.h"
 #include "preload/clock.h"
 #include "preload/log.h"
 #include "preload/recorder_state.h"
+#include "preload/segment_order.h"
 
 namespace perftracker::preload {
 namespace {
@@ -36,16 +36,14 @@ struct WriterState {
   format::WindowEncoder encoder;
   flatbuffers::FlatBufferBuilder live_builder;
   std::vector<Event> batch;
-  std::vector<Event> ordered;
-  std::vector<uint64_t> bounds;
-  std::vector<size_t> segment_start;
+  SegmentScratch segments;
   std::vector<RingCounters> counters;
   uint64_t drain_ns = 0;
   uint64_t last_live_ns = 0;
   uint64_t windows_written = 0;
   uint64_t windows_failed = 0;
   bool warned_write = false;
-  int wake_fd = -1;      // eventfd: wakes the thread early (SIGTERM)
+  int wake_fd = -1;             // eventfd: wakes the thread early (SIGTERM)
   int done_pipe[2] = {-1, -1};  // the thread writes a byte here after a requested flush
   pid_t pid = 0;                // a forked child inherits this state but must never write
 };
@@ -77,8 +75,9 @@ void Append(WriterState& w, const format::Window& window) {
   ++w.windows_failed;
   if (!w.warned_write) {
     w.warned_write = true;
-    Warn("cannot write a window to the ring file; the job goes on (PERFTRACKER_ENABLE=0 to "
-         "turn perftracker off)");
+    Warn(
+        "cannot write a window to the ring file; the job goes on (PERFTRACKER_ENABLE=0 to "
+        "turn perftracker off)");
   }
 }
 
@@ -91,43 +90,6 @@ void WriteLive(WriterState& w, uint64_t now) {
   if (PythonStackProvider provider = GetPythonStackProvider()) provider(&live.python_stack);
   w.ring->WriteLive(format::EncodeLiveState(live, w.live_builder));
   w.last_live_ns = now;
-}
-
-// Orders the batch for the aggregator without a full sort: each thread's events are already in
-// time order, and only iteration boundaries need a global order. Events are grouped by the
-// boundary they precede (a stable counting sort over the few boundaries of one batch); events
-// without a time (device results) go last, as "now".
-void OrderBySegment(WriterState& w) {
-  std::vector<uint64_t>& bounds = w.bounds;
-  bounds.clear();
-  for (const Event& e : w.batch) {
-    if (e.type == EventType::kIteration) bounds.push_back(e.t);
-  }
-  if (bounds.empty()) return;
-  std::sort(bounds.begin(), bounds.end());
-  const size_t segments = bounds.size() + 1;
-  auto segment_of = [&](const Event& e) -> size_t {
-    if (e.t == 0) return segments - 1;
-    const auto it = std::lower_bound(bounds.begin(), bounds.end(), e.t);
-    size_t seg = static_cast<size_t>(it - bounds.begin());
-    // A boundary closes its own segment: it comes after the events at or before its time.
-    if (e.type == EventType::kIteration) seg = std::min(seg, segments - 1);
-    return seg;
-  };
-  w.segment_start.assign(segments + 1, 0);
-  for (const Event& e : w.batch) ++w.segment_start[segment_of(e) + 1];
-  for (size_t i = 1; i <= segments; ++i) w.segment_start[i] += w.segment_start[i - 1];
-  w.ordered.resize(w.batch.size());
-  // Within a segment, an iteration event is placed last so its window closes after its events.
-  std::vector<size_t>& next = w.segment_start;
-  for (const Event& e : w.batch) {
-    if (e.type == EventType::kIteration) continue;
-    w.ordered[next[segment_of(e)]++] = e;
-  }
-  for (const Event& e : w.batch) {
-    if (e.type == EventType::kIteration) w.ordered[next[segment_of(e)]++] = e;
-  }
-  w.batch.swap(w.ordered);
 }
 
 // One round: drain every ring, order, aggregate, write what is finished. Holds w.mu.
@@ -145,7 +107,7 @@ void Round(WriterState& w) {
     // marking it dead, so nothing can arrive after this drain.)
     if (state == RingState::kDead) r->state.store(RingState::kFree, std::memory_order_release);
   }
-  OrderBySegment(w);
+  OrderBySegment(&w.batch, &w.segments);
   for (const Event& e : w.batch) w.aggregator->Add(e, tables);
   while (auto window = w.aggregator->TakeFinished(now, tables)) Append(w, *window);
   if (now - w.last_live_ns >= 1'000'000'000ull) WriteLive(w, now);
@@ -203,7 +165,8 @@ void InstallExitPaths() {
   sa.sa_flags = SA_RESTART;
   sigaction(SIGTERM, &sa, &g_previous_sigterm);
   // A lock held by another thread at fork() stays locked forever in the child: take ours first.
-  pthread_atfork([] {
+  pthread_atfork(
+      [] {
         GetTables().mu.lock();
         g_writer->mu.lock();
       },
@@ -231,8 +194,8 @@ bool StartWriter(const Config& config, const format::Identity& identity, const s
   }
   auto* w = new WriterState();  // never destroyed: exit paths and hooks may use it to the end
   w->ring = std::move(ring);
-  w->aggregator = std::make_unique<Aggregator>(config.window_iters, config.window_s * 1'000'000'000ull,
-                                               identity.start_mono_ns);
+  w->aggregator = std::make_unique<Aggregator>(
+      config.window_iters, config.window_s * 1'000'000'000ull, identity.start_mono_ns);
   w->drain_ns = config.drain_ms * 1'000'000ull;
   w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (w->wake_fd < 0 || pipe2(w->done_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {

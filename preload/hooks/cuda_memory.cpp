@@ -15,31 +15,48 @@ using AllocAsyncFn = cudaError_t (*)(void**, size_t, cudaStream_t);
 using FreeAsyncFn = cudaError_t (*)(void*, cudaStream_t);
 
 RealSymbol g_real[] = {
-    {"cudaMemcpy", Library::kCudart},          {"cudaMemcpy_ptds", Library::kCudart},
-    {"cudaMemcpyAsync", Library::kCudart},     {"cudaMemcpyAsync_ptsz", Library::kCudart},
-    {"cudaMemset", Library::kCudart},          {"cudaMemset_ptds", Library::kCudart},
-    {"cudaMemsetAsync", Library::kCudart},     {"cudaMemsetAsync_ptsz", Library::kCudart},
-    {"cudaMalloc", Library::kCudart},          {"cudaFree", Library::kCudart},
-    {"cudaMallocHost", Library::kCudart},      {"cudaHostAlloc", Library::kCudart},
-    {"cudaFreeHost", Library::kCudart},        {"cudaMallocManaged", Library::kCudart},
-    {"cudaMallocAsync", Library::kCudart},     {"cudaMallocAsync_ptsz", Library::kCudart},
-    {"cudaFreeAsync", Library::kCudart},       {"cudaFreeAsync_ptsz", Library::kCudart},
+    {"cudaMemcpy", Library::kCudart},      {"cudaMemcpy_ptds", Library::kCudart},
+    {"cudaMemcpyAsync", Library::kCudart}, {"cudaMemcpyAsync_ptsz", Library::kCudart},
+    {"cudaMemset", Library::kCudart},      {"cudaMemset_ptds", Library::kCudart},
+    {"cudaMemsetAsync", Library::kCudart}, {"cudaMemsetAsync_ptsz", Library::kCudart},
+    {"cudaMalloc", Library::kCudart},      {"cudaFree", Library::kCudart},
+    {"cudaMallocHost", Library::kCudart},  {"cudaHostAlloc", Library::kCudart},
+    {"cudaFreeHost", Library::kCudart},    {"cudaMallocManaged", Library::kCudart},
+    {"cudaMallocAsync", Library::kCudart}, {"cudaMallocAsync_ptsz", Library::kCudart},
+    {"cudaFreeAsync", Library::kCudart},   {"cudaFreeAsync_ptsz", Library::kCudart},
 };
 enum Real {
-  kMemcpy, kMemcpyPtds, kMemcpyAsync, kMemcpyAsyncPtsz, kMemset, kMemsetPtds, kMemsetAsync,
-  kMemsetAsyncPtsz, kMalloc, kFree, kMallocHost, kHostAlloc, kFreeHost, kMallocManaged,
-  kMallocAsync, kMallocAsyncPtsz, kFreeAsync, kFreeAsyncPtsz
+  kMemcpy,
+  kMemcpyPtds,
+  kMemcpyAsync,
+  kMemcpyAsyncPtsz,
+  kMemset,
+  kMemsetPtds,
+  kMemsetAsync,
+  kMemsetAsyncPtsz,
+  kMalloc,
+  kFree,
+  kMallocHost,
+  kHostAlloc,
+  kFreeHost,
+  kMallocManaged,
+  kMallocAsync,
+  kMallocAsyncPtsz,
+  kFreeAsync,
+  kFreeAsyncPtsz
 };
 
 // One slot per API and direction (cudaMemcpyKind 0..4): the analyzer compares H2D with H2D.
-ApiSlot g_api_memcpy[] = {
-    {"cudaMemcpy HtoH", Kind::kMemcpy}, {"cudaMemcpy HtoD", Kind::kMemcpy},
-    {"cudaMemcpy DtoH", Kind::kMemcpy}, {"cudaMemcpy DtoD", Kind::kMemcpy},
-    {"cudaMemcpy Default", Kind::kMemcpy}};
-ApiSlot g_api_memcpy_async[] = {
-    {"cudaMemcpyAsync HtoH", Kind::kMemcpy}, {"cudaMemcpyAsync HtoD", Kind::kMemcpy},
-    {"cudaMemcpyAsync DtoH", Kind::kMemcpy}, {"cudaMemcpyAsync DtoD", Kind::kMemcpy},
-    {"cudaMemcpyAsync Default", Kind::kMemcpy}};
+ApiSlot g_api_memcpy[] = {{"cudaMemcpy HtoH", Kind::kMemcpy},
+                          {"cudaMemcpy HtoD", Kind::kMemcpy},
+                          {"cudaMemcpy DtoH", Kind::kMemcpy},
+                          {"cudaMemcpy DtoD", Kind::kMemcpy},
+                          {"cudaMemcpy Default", Kind::kMemcpy}};
+ApiSlot g_api_memcpy_async[] = {{"cudaMemcpyAsync HtoH", Kind::kMemcpy},
+                                {"cudaMemcpyAsync HtoD", Kind::kMemcpy},
+                                {"cudaMemcpyAsync DtoH", Kind::kMemcpy},
+                                {"cudaMemcpyAsync DtoD", Kind::kMemcpy},
+                                {"cudaMemcpyAsync Default", Kind::kMemcpy}};
 ApiSlot g_api_memset{"cudaMemset", Kind::kMemset};
 ApiSlot g_api_memset_async{"cudaMemsetAsync", Kind::kMemset};
 ApiSlot g_api_malloc{"cudaMalloc", Kind::kAlloc};
@@ -61,9 +78,10 @@ ApiSlot& ByKind(ApiSlot (&slots)[5], cudaMemcpyKind kind) {
 // A call with no device work of its own to time: copies that block, allocations.
 template <typename Call>
 cudaError_t Untimed(ApiSlot& api, void* ret, uint64_t bytes, bool blocking, Call call) {
-  CudaCall record(api, ret, /*timed=*/false);
+  CudaCall record(api, ret, /*device_timed=*/false, nullptr,
+                  blocking ? HostTiming::kBlocking : HostTiming::kAlways);
   const cudaError_t rc = call();
-  record.Finish(rc == cudaSuccess, kNoSlot, kNoSlot, bytes, blocking);
+  record.Finish(rc == cudaSuccess, kNoSlot, kNoSlot, bytes);
   return rc;
 }
 
@@ -82,8 +100,7 @@ cudaError_t Timed(ApiSlot& api, void* ret, cudaStream_t stream, uint64_t bytes, 
 
 using namespace perftracker::preload;  // NOLINT: the hooks are extern "C" at global scope
 
-PERFTRACKER_HOOK cudaError_t cudaMemcpy(void* dst, const void* src, size_t n,
-                                        cudaMemcpyKind kind) {
+PERFTRACKER_HOOK cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
   const auto real = g_real[kMemcpy].Get<MemcpyFn>();
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
   if (!Tracing()) return real(dst, src, n, kind);
@@ -114,8 +131,8 @@ PERFTRACKER_HOOK cudaError_t cudaMemcpyAsync_ptsz(void* dst, const void* src, si
   const auto real = g_real[kMemcpyAsyncPtsz].Get<MemcpyAsyncFn>();
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
   if (!Tracing()) return real(dst, src, n, kind, stream);
-  return Timed(ByKind(g_api_memcpy_async, kind), __builtin_return_address(0), PerThread(stream),
-               n, [&] { return real(dst, src, n, kind, stream); });
+  return Timed(ByKind(g_api_memcpy_async, kind), __builtin_return_address(0), PerThread(stream), n,
+               [&] { return real(dst, src, n, kind, stream); });
 }
 
 PERFTRACKER_HOOK cudaError_t cudaMemset(void* dst, int value, size_t n) {
@@ -134,8 +151,7 @@ PERFTRACKER_HOOK cudaError_t cudaMemset_ptds(void* dst, int value, size_t n) {
                  [&] { return real(dst, value, n); });
 }
 
-PERFTRACKER_HOOK cudaError_t cudaMemsetAsync(void* dst, int value, size_t n,
-                                             cudaStream_t stream) {
+PERFTRACKER_HOOK cudaError_t cudaMemsetAsync(void* dst, int value, size_t n, cudaStream_t stream) {
   const auto real = g_real[kMemsetAsync].Get<MemsetAsyncFn>();
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
   if (!Tracing()) return real(dst, value, n, stream);

@@ -15,6 +15,7 @@ RealSymbol g_runtime_version{"cudaRuntimeGetVersion", Library::kCudart};
   if (!Active()) return;
   const Config& config = ProcessConfig();
   SetSampleEvery(static_cast<uint32_t>(config.sample_every));
+  SetHostSampleEvery(static_cast<uint32_t>(config.host_sample_every));
   g_cupti_pending.store(config.cupti, std::memory_order_relaxed);
   AddFlushCallback(&FlushDevice);
 }

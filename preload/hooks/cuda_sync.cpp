@@ -23,9 +23,10 @@ ApiSlot g_api_wait_event{"cudaStreamWaitEvent", format::FunctionKind::kCudaApi};
 
 template <typename Call>
 cudaError_t Record(ApiSlot& api, void* ret, bool blocking, Call call) {
-  CudaCall record(api, ret, /*timed=*/false);
+  CudaCall record(api, ret, /*device_timed=*/false, nullptr,
+                  blocking ? HostTiming::kBlocking : HostTiming::kSampled);
   const cudaError_t rc = call();
-  record.Finish(rc == cudaSuccess, kNoSlot, kNoSlot, 0, blocking);
+  record.Finish(rc == cudaSuccess);
   return rc;
 }
 
@@ -38,16 +39,14 @@ PERFTRACKER_HOOK cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   const auto real = g_real[kStreamSync].Get<decltype(&cudaStreamSynchronize)>();
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
   if (!Tracing()) return real(stream);
-  return Record(g_api_stream_sync, __builtin_return_address(0), true,
-                [&] { return real(stream); });
+  return Record(g_api_stream_sync, __builtin_return_address(0), true, [&] { return real(stream); });
 }
 
 PERFTRACKER_HOOK cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream) {
   const auto real = g_real[kStreamSyncPtsz].Get<decltype(&cudaStreamSynchronize)>();
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
   if (!Tracing()) return real(stream);
-  return Record(g_api_stream_sync, __builtin_return_address(0), true,
-                [&] { return real(stream); });
+  return Record(g_api_stream_sync, __builtin_return_address(0), true, [&] { return real(stream); });
 }
 
 PERFTRACKER_HOOK cudaError_t cudaEventSynchronize(cudaEvent_t event) {

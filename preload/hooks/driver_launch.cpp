@@ -74,8 +74,8 @@ Slot NcclParent(const char* kernel) {
   if (get_name == nullptr || get_name(&name, f) != CUDA_SUCCESS || name == nullptr) {
     return kNoSlot;  // asked again next time: cheap enough for a function nobody can name
   }
-  const bool nccl = std::strncmp(name, "ncclDevKernel", 13) == 0 ||
-                    std::strncmp(name, "ncclKernel", 10) == 0;
+  const bool nccl =
+      std::strncmp(name, "ncclDevKernel", 13) == 0 || std::strncmp(name, "ncclKernel", 10) == 0;
   const Slot slot = nccl ? InternFunction(format::FunctionKind::kKernel, name, NcclParent(name))
                          : InternFunction(format::FunctionKind::kKernel, name);
   e->nccl.store(nccl, std::memory_order_relaxed);
@@ -100,16 +100,18 @@ CUresult Launch(ApiSlot& api, CUfunction f, CUstream stream, Call call) {
   Slot kernel = kNoSlot;
   if (e != nullptr) {
     kernel = e->slot.load(std::memory_order_acquire);
-    if (kernel == kUnresolved) [[unlikely]] kernel = ResolveKernel(e, f);
+    if (kernel == kUnresolved) [[unlikely]]
+      kernel = ResolveKernel(e, f);
   }
   const bool nccl = e != nullptr && e->nccl.load(std::memory_order_relaxed);
   if (t_in_hook && !nccl) return call();  // the runtime tier records this launch
   const bool timed = e != nullptr && kernel != kNoSlot && Sample(e) &&
                      !g_cupti_timing.load(std::memory_order_relaxed);
+  HostSample host(HostTiming::kSampled);
   const int32_t timer = timed ? TimerStart(stream) : kNoTimer;
-  const uint64_t start = NowNs();
+  host.Start();
   const CUresult rc = call();
-  const uint64_t end = NowNs();
+  host.End();
   if (timer != kNoTimer) [[unlikely]] {
     if (rc == CUDA_SUCCESS) {
       TimerEnd(timer, stream, {TimerTarget::Kind::kDevice, kernel, 0});
@@ -117,9 +119,9 @@ CUresult Launch(ApiSlot& api, CUfunction f, CUstream stream, Call call) {
       TimerCancel(timer);
     }
   }
-  const uint64_t ns = end - start;
-  RecordCall(api.Get(), end, ns, ns);
-  if (kernel != kNoSlot && rc == CUDA_SUCCESS) RecordCall(kernel, end, ns, ns);
+  RecordNativeCall(api.Get(), kNoSlot, rc == CUDA_SUCCESS ? kernel : kNoSlot, CurrentPythonSlot(),
+                   host.timed(), false, host.end_ns(), host.duration_ns());
+  host.ReportOverhead();
   return rc;
 }
 
@@ -146,8 +148,8 @@ CUresult Graph(CUstream stream, Call call) {
 using LaunchFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                               unsigned, unsigned, CUstream, void**, void**);
 using LaunchExFn = CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**);
-using CoopFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
-                            unsigned, unsigned, CUstream, void**);
+using CoopFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                            unsigned, CUstream, void**);
 using GraphFn = CUresult (*)(CUgraphExec, CUstream);
 
 CUstream PerThreadStream(CUstream s) { return s == nullptr ? CU_STREAM_PER_THREAD : s; }
@@ -159,9 +161,8 @@ void SetKernelNaming(FuncGetNameFn func_get_name, uint32_t sample_every) {
   g_func_get_name.store(func_get_name, std::memory_order_release);
 }
 
-CUresult LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                      unsigned by, unsigned bz, unsigned shared, CUstream s, void** params,
-                      void** extra) {
+CUresult LaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                      unsigned bz, unsigned shared, CUstream s, void** params, void** extra) {
   const auto real = RealOf<LaunchFn>(kLaunch);
   return Launch(g_api_launch, f, s,
                 [&] { return real(f, gx, gy, gz, bx, by, bz, shared, s, params, extra); });
@@ -175,8 +176,7 @@ CUresult LaunchKernelPtsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, u
                 [&] { return real(f, gx, gy, gz, bx, by, bz, shared, s, params, extra); });
 }
 
-CUresult LaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** params,
-                        void** extra) {
+CUresult LaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** params, void** extra) {
   const auto real = RealOf<LaunchExFn>(kLaunchEx);
   if (config == nullptr) return real(config, f, params, extra);
   return Launch(g_api_launch_ex, f, config->hStream,
@@ -192,8 +192,7 @@ CUresult LaunchKernelExPtsz(const CUlaunchConfig* config, CUfunction f, void** p
 }
 
 CUresult LaunchCooperative(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                           unsigned by, unsigned bz, unsigned shared, CUstream s,
-                           void** params) {
+                           unsigned by, unsigned bz, unsigned shared, CUstream s, void** params) {
   const auto real = RealOf<CoopFn>(kCoop);
   return Launch(g_api_coop, f, s,
                 [&] { return real(f, gx, gy, gz, bx, by, bz, shared, s, params); });

@@ -33,6 +33,7 @@ enum class FunctionKind : uint8_t {
   kDataLoader,
   kIteration,
   kAlloc,
+  kPyNative,  // calls of one native API or kernel made from its parent Python function
 };
 
 // Values match the CollectiveOp enum of window.fbs.

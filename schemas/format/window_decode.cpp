@@ -188,7 +188,8 @@ bool DecodeWindow(std::span<const uint8_t> bytes, Window* out) {
 std::string_view KindName(FunctionKind kind) {
   static constexpr std::string_view kNames[] = {"unknown", "python",     "cuda_api",   "kernel",
                                                 "memcpy",  "memset",     "collective", "sync",
-                                                "gc",      "dataloader", "iteration",  "alloc"};
+                                                "gc",      "dataloader", "iteration",  "alloc",
+                                                "py_native"};
   const auto i = static_cast<size_t>(kind);
   return i < std::size(kNames) ? kNames[i] : "unknown";
 }

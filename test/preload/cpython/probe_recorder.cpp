@@ -35,14 +35,13 @@ std::mutex g_mutex;
 std::vector<Function>* g_functions = new std::vector<Function>();  // immortal: used at exit
 uint64_t g_iterations = 0;
 PythonStackProvider g_provider = nullptr;
-bool g_active = false;
 bool g_written_once = false;
 std::vector<std::string>* g_first_stack = new std::vector<std::string>();
 
 void Write() {
   const char* dir = std::getenv("PERFTRACKER_DIR");
   const char* rank = std::getenv("RANK");
-  if (!g_active || dir == nullptr || rank == nullptr) return;
+  if (!Active() || dir == nullptr || rank == nullptr) return;
   std::lock_guard lock(g_mutex);
   const std::vector<std::string>& stack = *g_first_stack;
   const std::string path = std::string(dir) + "/probe-rank-" + rank + ".tsv";
@@ -64,12 +63,12 @@ void Write() {
   g_written_once = true;
 }
 
-void OnForkChild() { g_active = false; }
+void OnForkChild() { g_recorder_active.store(false); }
 
 [[gnu::constructor]] void Start() {
   const char* enable = std::getenv("PERFTRACKER_ENABLE");
-  g_active = (std::getenv("RANK") || std::getenv("LOCAL_RANK")) &&
-             !(enable && std::strcmp(enable, "0") == 0);
+  g_recorder_active = (std::getenv("RANK") || std::getenv("LOCAL_RANK")) &&
+                      !(enable && std::strcmp(enable, "0") == 0);
   pthread_atfork(nullptr, nullptr, &OnForkChild);
 }
 
@@ -78,8 +77,6 @@ void OnForkChild() { g_active = false; }
 }
 
 }  // namespace
-
-bool Active() { return g_active; }
 
 uint64_t NowNs() {
   timespec ts;

@@ -1,20 +1,20 @@
 // The recorder and writer, in-process: events from many threads become windows in a ring file.
 // Concurrent parts (rings, registry, writer thread) also run under TSan (tools/test.sh).
-#include <catch2/catch.hpp>
 #include <stdlib.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
-#include <thread>
-#include <vector>
-
 #include <fstream>
 #include <iterator>
+#include <thread>
+#include <vector>
 
 #include "preload/aggregator.h"
 #include "preload/clock.h"
 #include "preload/config.h"
 #include "preload/identity.h"
 #include "preload/recorder_state.h"
+#include "preload/segment_order.h"
 #include "preload/writer.h"
 #include "schemas/format/ring_file.h"
 
@@ -26,7 +26,20 @@ namespace {
 Event Call(Slot slot, uint64_t end, uint64_t duration) {
   return Event{slot, EventType::kCall, {}, end, duration, duration, 0, 0};
 }
-Event Iteration(uint64_t end) { return Event{0, EventType::kIteration, {}, end, 0, 0, 0, 0}; }
+Event Iteration(uint64_t end, uint64_t epoch = 0) {
+  return Event{0, EventType::kIteration, {}, end, epoch, 0, 0, 0};
+}
+// A native call of `api` at `site` launching `kernel`: timed (t = end) or untimed (epoch tag).
+Event Native(Slot api, Slot site, Slot kernel, bool timed, uint64_t t, uint64_t duration) {
+  return Event{api,
+               EventType::kNativeCall,
+               {static_cast<uint8_t>(timed ? 1 : 0), 0, 0},
+               timed ? t : kEpochTag | t,
+               uint64_t{site} | uint64_t{kernel} << 32,
+               timed ? duration : 0,
+               kNoSlot,
+               0};
+}
 
 std::vector<format::Window> ReadWindows(const std::string& path, format::RingContents* contents) {
   format::RingReader reader;
@@ -109,18 +122,94 @@ TEST_CASE("windows end every W iterations and carry per-iteration totals", "[agg
   CHECK(w0->functions[1].parent == 0);
   CHECK(w0->functions[1].count == 12);
   CHECK(w0->functions[1].per_iteration.Count() == 4);
-  CHECK(w0->functions[1].per_iteration.Quantile(0.5) == format::HistogramBucketValue(
-                                                             format::HistogramBucket(300)));
+  CHECK(w0->functions[1].per_iteration.Quantile(0.5) ==
+        format::HistogramBucketValue(format::HistogramBucket(300)));
   const format::Window rest = agg.TakePartial(t, tables);
   CHECK(rest.iter_begin == 8);
   CHECK(rest.iter_end == 9);
 }
 
+TEST_CASE("sampled host time: exact counts, totals scaled from the timed calls", "[aggregator]") {
+  Tables& tables = GetTables();
+  InitRecorder(1024, 1024);
+  const Slot api = InternFunction(format::FunctionKind::kCudaApi, "cudaLaunchKernel");
+  const Slot site = InternFunction(format::FunctionKind::kCudaApi, "cudaLaunchKernel @ x", api);
+  const Slot kernel = InternFunction(format::FunctionKind::kKernel, "gemm");
+  Aggregator agg(2, 0, 0);
+  uint64_t t = 0;
+  for (int it = 0; it < 2; ++it) {
+    // 40 launches an iteration, 1 in 8 timed at 1000 ns: estimated 40 x 1000 per iteration.
+    for (int c = 0; c < 40; ++c) {
+      t += 2000;
+      agg.Add(Native(api, site, kernel, c % 8 == 0, c % 8 == 0 ? t : uint64_t(it), 1000), tables);
+    }
+    agg.Add(Iteration(t += 100), tables);
+  }
+  // An iteration with no timed launch at all: estimated from the mean of earlier timed ones.
+  for (int c = 0; c < 10; ++c) agg.Add(Native(api, kNoSlot, kNoSlot, false, 2, 0), tables);
+  agg.Add(Iteration(t += 100), tables);
+  auto w = agg.TakeFinished(t, tables);
+  REQUIRE(w);
+  for (const std::string name : {"cudaLaunchKernel", "cudaLaunchKernel @ x", "gemm"}) {
+    const format::FunctionPattern* f = Find(*w, name);
+    REQUIRE(f != nullptr);
+    CHECK(f->count == 80);
+    CHECK(f->duration.Count() == 10);
+    CHECK(f->total_ns == 80'000);
+    CHECK(f->min_ns == 1000);
+    CHECK(f->per_iteration.Count() == 2);
+    CHECK(f->per_iteration.Quantile(0.5) ==
+          format::HistogramBucketValue(format::HistogramBucket(40'000)));
+  }
+  const format::Window rest = agg.TakePartial(t, tables);
+  const format::FunctionPattern* f = Find(rest, "cudaLaunchKernel");
+  REQUIRE(f != nullptr);
+  CHECK(f->count == 10);
+  CHECK(f->duration.Count() == 0);
+  CHECK(f->total_ns == 10'000);
+  CHECK(f->per_iteration.Quantile(0.5) ==
+        format::HistogramBucketValue(format::HistogramBucket(10'000)));
+}
+
+TEST_CASE("untimed calls are ordered by epoch, timed ones by time", "[aggregator]") {
+  // Boundaries at times 100 and 200 carry epochs 3 and 7.
+  std::vector<Event> batch = {
+      Native(1, kNoSlot, kNoSlot, false, 6, 0),  // epoch 6: after the first boundary
+      Native(1, kNoSlot, kNoSlot, false, 2, 0),  // epoch 2: before it
+      Iteration(100, 3),
+      Native(1, kNoSlot, kNoSlot, true, 150, 5),  // time 150: between the two
+      Iteration(200, 7),
+      Native(1, kNoSlot, kNoSlot, false, 7, 0),  // epoch 7: after the second
+      Native(1, kNoSlot, kNoSlot, false, 3, 0),  // epoch 3: after the first
+  };
+  SegmentScratch scratch;
+  OrderBySegment(&batch, &scratch);
+  std::vector<std::string> order;
+  for (const Event& e : batch) {
+    if (e.type == EventType::kIteration) {
+      order.push_back("|" + std::to_string(e.t));
+    } else if ((e.t & kEpochTag) != 0) {
+      order.push_back("e" + std::to_string(e.t & ~kEpochTag));
+    } else {
+      order.push_back("t" + std::to_string(e.t));
+    }
+  }
+  CHECK(order == std::vector<std::string>{"e2", "|100", "e6", "t150", "e3", "|200", "e7"});
+
+  // A boundary of unknown epoch: untimed calls go last ("now"), as before epochs existed.
+  std::vector<Event> unknown = {Native(1, kNoSlot, kNoSlot, false, 0, 0), Iteration(100, 0),
+                                Native(1, kNoSlot, kNoSlot, true, 50, 5)};
+  OrderBySegment(&unknown, &scratch);
+  CHECK(unknown[0].t == 50);
+  CHECK(unknown[1].type == EventType::kIteration);
+  CHECK((unknown[2].t & kEpochTag) != 0);
+}
+
 TEST_CASE("collectives: launch offsets within the iteration and live progress", "[aggregator]") {
   Tables& tables = GetTables();
   InitRecorder(1024, 1024);
-  const Slot ar = InternCollective(77, 8, 3, format::CollectiveOp::kAllReduce, -1, 4096,
-                                   "ncclAllReduce");
+  const Slot ar =
+      InternCollective(77, 8, 3, format::CollectiveOp::kAllReduce, -1, 4096, "ncclAllReduce");
   Aggregator agg(100, 0, 0);
   agg.Add(Iteration(1'000'000), tables);
   agg.Add(Event{ar, EventType::kCollLaunch, {}, 1'250'000, 0, 900, 0, 0}, tables);
@@ -138,7 +227,8 @@ TEST_CASE("collectives: launch offsets within the iteration and live progress", 
   CHECK(c.count == 2);
   CHECK(c.last_seq_launched == 1);
   CHECK(c.last_seq_completed == 0);
-  CHECK(c.launch_offset.Quantile(0.0) == format::HistogramBucketValue(format::HistogramBucket(250'000)));
+  CHECK(c.launch_offset.Quantile(0.0) ==
+        format::HistogramBucketValue(format::HistogramBucket(250'000)));
   CHECK(c.device_ns == 40'000);
 }
 
