@@ -65,7 +65,7 @@ TEST_CASE("a send's wire time excludes waiting for the GPU and the peer", "[net]
   CHECK(connections == 1);
 }
 
-TEST_CASE("receives count RecvWait; directions, peers and comms are separate cells", "[net]") {
+TEST_CASE("receives count RecvWait, and directions, peers and comms are separate cells", "[net]") {
   g_seen.clear();
   auto links = std::make_unique<net::NetLinks>(&Collect);
   net::Comm* a = links->OpenComm(1, 4, 0);
@@ -89,7 +89,7 @@ TEST_CASE("receives count RecvWait; directions, peers and comms are separate cel
   CHECK(connections == 4);
 }
 
-TEST_CASE("steps without sizes fall back to the op's chunks; bad handles are ignored", "[net]") {
+TEST_CASE("steps without sizes fall back to the op chunks, and bad handles are ignored", "[net]") {
   g_seen.clear();
   auto links = std::make_unique<net::NetLinks>(&Collect);
   net::Comm* comm = links->OpenComm(7, 2, 1);
