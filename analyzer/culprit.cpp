@@ -1,8 +1,10 @@
 // Culprit, not victim (C4, arXiv 2406.04594): a slow rank makes its peers wait inside the next
 // collective, so their collective time grows while its own does not. Who holds the others back
-// is read from arrival order (launch offsets within the iteration), and slow links from
-// point-to-point transfers that are slow at both ends.
+// is read from arrival order (launch offsets within the iteration), and slow links from the
+// wire time of network connections (NCCL profiler plugin), else from point-to-point transfers
+// that are slow at both ends.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -155,7 +157,10 @@ std::map<std::pair<Cell, int>, EndSum> Ends(const Frame& f, size_t k, const Glob
     const int rank = f.ds->ranks[ri].rank();
     for (size_t c = 0; c < s->collectives.size(); ++c) {
       const CollectiveSum& cs = s->collectives[c];
-      if (colls[c].peer < 0 || colls[c].bytes == 0 || cs.device_samples <= 0) continue;
+      if (colls[c].peer < 0 || IsNetOp(colls[c].op) || colls[c].bytes == 0 ||
+          cs.device_samples <= 0) {
+        continue;
+      }
       const auto g = global.find({colls[c].comm_id, colls[c].peer});
       const int peer = g != global.end() ? g->second : colls[c].peer;
       const Cell cell{std::min(rank, peer), std::max(rank, peer)};
@@ -200,6 +205,84 @@ void TallyLinks(const Frame& f, size_t k, const GlobalRankMap& global,
   }
 }
 
+// C4's slow-detection matrix over network connections (NCCL profiler proxy events, op
+// net_send): per directed cell (sender, receiver), time on the wire per byte, measured by the
+// sender after its peer gave credit and its GPU filled the buffer, so a fast link fed by a slow
+// hop upstream does not look slow. Links only get slower when they fail, and a bad node makes
+// up to half the cells slow (in a ring each node has one hop in, one out), so the healthy level
+// is the lower quartile, not the median.
+bool HasNetCells(const Frame& f) {
+  for (const CollectiveInfo& c : f.ds->catalog.collectives()) {
+    if (c.op == format::CollectiveOp::kNetSend) return true;
+  }
+  return false;
+}
+
+std::map<Cell, EndSum> NetCells(const Frame& f, size_t k, const GlobalRankMap& global) {
+  std::map<Cell, EndSum> cells;  // directed: (sender, receiver)
+  const auto& colls = f.ds->catalog.collectives();
+  for (size_t ri = 0; ri < f.ds->ranks.size(); ++ri) {
+    const Slot* s = SlotAt(f, ri, k);
+    if (!s) continue;
+    const int rank = f.ds->ranks[ri].rank();
+    for (size_t c = 0; c < s->collectives.size(); ++c) {
+      const CollectiveSum& cs = s->collectives[c];
+      if (colls[c].op != format::CollectiveOp::kNetSend || colls[c].bytes == 0 ||
+          cs.device_samples <= 0) {
+        continue;
+      }
+      const auto g = global.find({colls[c].comm_id, colls[c].peer});
+      if (g == global.end() || g->second == rank) continue;  // peer not placed: no cell
+      EndSum& e = cells[{rank, g->second}];
+      e.device_ns += cs.device_ns;
+      e.byte_samples += static_cast<double>(colls[c].bytes) * cs.device_samples;
+      e.per_iter_ns += cs.device_ns * cs.count / cs.device_samples / std::max(1.0, s->iterations);
+    }
+  }
+  return cells;
+}
+
+void TallyNetLinks(const Frame& f, size_t k, const GlobalRankMap& global,
+                   std::map<Cell, CellTally>* pairs) {
+  const auto cells = NetCells(f, k, global);
+  if (cells.size() < 3) return;
+  std::vector<double> v;
+  for (const auto& [cell, e] : cells) v.push_back(e.device_ns / e.byte_samples);
+  std::sort(v.begin(), v.end());
+  const double base = v[(v.size() - 1) / 4];
+  const double mid = v[(v.size() - 1) / 2];
+  std::vector<double> dev;
+  for (const double x : v) {
+    if (x <= mid) dev.push_back(std::abs(x - base));
+  }
+  const double sigma = std::max(1.4826 * MedianOf(dev), 0.1 * base);
+  struct Verdict {
+    bool slow = true;
+    double worst = 0, excess = 0;
+  };
+  std::map<Cell, Verdict> verdict;  // undirected pair: every measured direction slow
+  for (const auto& [cell, e] : cells) {
+    const double pb = e.device_ns / e.byte_samples;
+    const bool slow = (pb - base) / sigma > f.th.z && pb > 1.5 * base;
+    Verdict& x = verdict[{std::min(cell.first, cell.second), std::max(cell.first, cell.second)}];
+    x.slow = x.slow && slow;
+    x.worst = std::max(x.worst, pb);
+    x.excess += e.per_iter_ns * std::max(0.0, 1 - base / pb);
+  }
+  double iter = 0;
+  for (size_t ri = 0; ri < f.ds->ranks.size(); ++ri) {
+    if (const Slot* s = SlotAt(f, ri, k)) iter = std::max(iter, s->MeanIterationNs());
+  }
+  for (const auto& [pair, x] : verdict) {
+    CellTally& t = (*pairs)[pair];
+    ++t.present;
+    if (!x.slow) continue;
+    ++t.flagged;
+    t.per_byte += x.worst, t.median += base, t.excess += x.excess;
+    t.z += (x.worst - base) / sigma, t.iteration += iter;
+  }
+}
+
 std::string HostOf(const Frame& f, int rank) {
   for (const RankData& r : f.ds->ranks) {
     if (r.rank() == rank) return r.identity.hostname;
@@ -220,7 +303,7 @@ std::string CommonHost(const Frame& f, const std::vector<Cell>& cells) {
   return "";
 }
 
-Finding LinkFinding(const CellTally& t) {
+Finding LinkFinding(const CellTally& t, bool net) {
   const double n = t.flagged;
   Finding x;
   x.source = Source::kLink;
@@ -231,6 +314,12 @@ Finding LinkFinding(const CellTally& t) {
   x.iteration_ns = t.iteration / n;
   x.windows_seen = t.flagged;
   x.windows_total = t.present;
+  if (net) {
+    // ns per byte -> GB/s (bytes per ns).
+    x.extra["basis"] = "network wire time per byte (NCCL profiler proxy events, sender side)";
+    x.extra["throughput_gbps"] = x.value_ns > 0 ? 1 / x.value_ns : 0;
+    x.extra["peers_throughput_gbps"] = x.peer_median_ns > 0 ? 1 / x.peer_median_ns : 0;
+  }
   return x;
 }
 
@@ -239,7 +328,16 @@ Finding LinkFinding(const CellTally& t) {
 std::vector<Finding> DetectLinks(const Frame& f) {
   std::map<Cell, CellTally> cells;
   const GlobalRankMap global = GlobalRanks(f);
-  for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) TallyLinks(f, k, global, &cells);
+  // Network cells, when the NCCL profiler plugin recorded them, measure the wire alone; the
+  // point-to-point fallback (device time of sends and receives) also counts waiting.
+  const bool net = HasNetCells(f);
+  for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {
+    if (net) {
+      TallyNetLinks(f, k, global, &cells);
+    } else {
+      TallyLinks(f, k, global, &cells);
+    }
+  }
   std::vector<Cell> slow;
   for (const auto& [cell, t] : cells) {
     if (t.flagged > 0 && t.flagged >= NeededWindows(t.present)) slow.push_back(cell);
@@ -250,7 +348,7 @@ std::vector<Finding> DetectLinks(const Frame& f) {
     Finding worst;
     Json pairs = Json::array();
     for (const Cell& c : slow) {
-      Finding x = LinkFinding(cells[c]);
+      Finding x = LinkFinding(cells[c], net);
       if (x.excess_ns > worst.excess_ns) worst = x;
       pairs.push_back({c.first, c.second});
     }
@@ -263,7 +361,7 @@ std::vector<Finding> DetectLinks(const Frame& f) {
     return out;
   }
   for (const Cell& c : slow) {
-    Finding x = LinkFinding(cells[c]);
+    Finding x = LinkFinding(cells[c], net);
     x.ranks = {c.first, c.second};
     x.label = "link rank " + std::to_string(c.first) + " <-> rank " + std::to_string(c.second);
     x.extra["slow_pairs"] = Json::array({Json::array({c.first, c.second})});

@@ -11,8 +11,10 @@
 //  temporal       per group: the median rank's value in the latest slots against the earliest.
 //  arrival        per group (C4): each rank's launch offset at every collective against the
 //                 peers'; the rank that arrives late is the one the others wait for.
-//  links          over point-to-point transfers: per-byte time of every (rank, rank) cell; a
-//                 cell slow at both ends is a slow link, cells sharing one node a slow node.
+//  links          C4's matrix. With network cells (net_send, NCCL profiler plugin): wire time
+//                 per byte of every (sender, receiver) cell against the lower quartile of all
+//                 cells; else point-to-point device times, a cell slow at both ends. An
+//                 isolated slow pair is a slow link, slow pairs sharing one node a slow node.
 //
 // Thresholds follow ../shared/research/perftracker.md §12.5/§12.6/§12.8.
 #pragma once

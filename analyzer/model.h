@@ -40,6 +40,12 @@ struct CollectiveInfo {
   std::string name;
 };
 
+// Per-connection network transfers (NCCL profiler proxy events), not calls the job made: they
+// feed the link matrix only.
+inline bool IsNetOp(format::CollectiveOp op) {
+  return op == format::CollectiveOp::kNetSend || op == format::CollectiveOp::kNetRecv;
+}
+
 // Functions and collectives of every rank, interned to dense indices. Thread-safe.
 class Catalog {
  public:

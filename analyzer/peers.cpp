@@ -22,6 +22,7 @@ Role RoleOf(const Dataset& ds, const RankData& r) {
     for (size_t i = 0; i < s.collectives.size(); ++i) {
       if (s.collectives[i].count <= 0) continue;
       const CollectiveInfo& c = colls[i];
+      if (IsNetOp(c.op)) continue;  // which links cross nodes is placement, not role
       role.shape.insert({static_cast<uint8_t>(c.op), c.bytes, c.comm_size, c.peer >= 0});
       if (c.peer < 0) role.comms.insert(c.comm_id);
     }

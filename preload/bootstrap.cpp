@@ -4,6 +4,7 @@
 #include "preload/config.h"
 #include "preload/identity.h"
 #include "preload/log.h"
+#include "preload/net_links.h"
 #include "preload/recorder_state.h"
 #include "preload/writer.h"
 #include "schemas/format/version.h"
@@ -20,6 +21,7 @@ namespace {
   InitRecorder(static_cast<uint32_t>(config.max_functions), config.thread_events);
   if (!StartWriter(config, identity, RingPath(config, identity))) return;
   SetActive(true);
+  ConfigureNcclProfilerPlugin();
 }
 
 }  // namespace

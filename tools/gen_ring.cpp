@@ -32,7 +32,7 @@ int Usage() {
       "                       [--windows N] [--functions N] [--collectives N]\n"
       "                       [--ring-mb N] [--seed S] [--slow-rank R --slow-factor X]\n"
       "                       [--iterations N] [--iteration-ms MS] [--jitter J] [--run-seed S]\n"
-      "                       [--stages N] [--p2p-ring] [--fault NAME] [--fault-rank R]\n"
+      "                       [--stages N] [--p2p-ring] [--net-links] [--fault NAME] [--fault-rank R]\n"
       "                       [--fault-peer R] [--fault-factor X] [--fault-from-window W]\n"
       "faults: none slow-gpu slow-link slow-node-links slow-pcie slow-dataloader\n"
       "        host-sync gc cpu-contention hang comm-hang\n");
@@ -42,6 +42,10 @@ int Usage() {
 bool ParseArgs(int argc, char** argv, Args* a) {
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "--net-links") {
+      a->shape.net_links = true;
+      continue;
+    }
     if (flag == "--p2p-ring") {
       a->shape.p2p_ring = true;
       continue;

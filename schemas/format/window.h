@@ -50,6 +50,8 @@ enum class CollectiveOp : uint8_t {
   kGather,
   kScatter,
   kBarrier,
+  kNetSend,  // one network connection's sends (NCCL profiler proxy events); device = on the wire
+  kNetRecv,
 };
 
 // Lower-case names used in JSON output ("python", "cuda_api", ...).

@@ -197,7 +197,8 @@ std::string_view KindName(FunctionKind kind) {
 std::string_view CollectiveOpName(CollectiveOp op) {
   static constexpr std::string_view kNames[] = {
       "unknown", "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
-      "send",    "recv",       "all_to_all", "gather",         "scatter",   "barrier"};
+      "send",    "recv",       "all_to_all", "gather",         "scatter",   "barrier",
+      "net_send", "net_recv"};
   const auto i = static_cast<size_t>(op);
   return i < std::size(kNames) ? kNames[i] : "unknown";
 }

@@ -199,4 +199,50 @@ TEST_CASE("a fault that starts mid-run is found and persistence is reported",
   CHECK(top["evidence"]["windows_seen"] == 3);
 }
 
+// The NCCL profiler plugin's network cells (net_send wire time per link) locate what a ring
+// all-reduce hides: one slow hop slows every rank's collectives alike, so no rank stands out,
+// but the sender on the slow hop is the only one whose data sits on the wire longer.
+TEST_CASE("network cells name a slow link or a slow node", "[analyzer][faults][net]") {
+  struct NetCase {
+    const char* name;
+    Fault fault;
+    int rank, peer;
+    std::vector<int> rank_set;
+    const char* function;
+  };
+  // 16 ranks, 4 per host: the data-parallel ring crosses hosts at 3->4, 7->8, 11->12, 15->0.
+  const std::vector<NetCase> cases = {
+      {"slow link", Fault::kSlowLink, 7, 8, {7, 8}, "link rank 7 <-> rank 8"},
+      {"slow node", Fault::kSlowNodeLinks, 9, -1, {8, 9, 10, 11}, "links of node node2"},
+      {"clean", Fault::kNone, -1, -1, {}, ""},
+  };
+  for (const NetCase& c : cases) {
+    SECTION(c.name) {
+      const std::string dir = MakeTempDir();
+      JobSpec spec;
+      spec.ranks = 16;
+      spec.shape = SmallShape();
+      spec.shape.net_links = true;
+      spec.shape.fault = c.fault;
+      spec.shape.fault_rank = c.rank;
+      spec.shape.fault_peer = c.peer;
+      spec.shape.fault_factor = 1 / 0.3;
+      const Json j = Analyze(spec, dir);
+      RemoveTree(dir);
+      INFO(j["candidates"].dump(2));
+      if (c.rank_set.empty()) {
+        for (const Json& cand : j["candidates"]) CHECK(cand["category"] != "communication_link");
+        continue;
+      }
+      REQUIRE(j["candidates"].size() >= 1);
+      const Json& top = j["candidates"][0];
+      CHECK(top["category"] == "communication_link");
+      CHECK(top["rank_set"].get<std::vector<int>>() == c.rank_set);
+      CHECK(top["function"].get<std::string>().find(c.function) != std::string::npos);
+      CHECK(top["evidence"]["throughput_gbps"].get<double>() <
+            0.5 * top["evidence"]["peers_throughput_gbps"].get<double>());
+    }
+  }
+}
+
 }  // namespace perftracker::testing

@@ -12,6 +12,7 @@ using format::CollectiveOp;
 constexpr uint64_t kDpCommBase = 0x5eed0000;
 constexpr uint64_t kPipeCommBase = 0x9900000000ull;
 constexpr uint64_t kRingCommBase = 0x7700000000ull;
+constexpr uint64_t kNetCommBase = 0x4e45540000ull;
 constexpr double kPipeBytes = 16ull << 20;
 
 // Everything one rank's collectives need to know about the iteration.
@@ -174,6 +175,48 @@ void AddRing(Context& c, std::vector<format::CollectivePattern>* out) {
   AddP2p(c, kRingCommBase, CollectiveOp::kRecv, prev, kRingCallsPerIteration, bytes, 0.5, 0, out);
 }
 
+int NodeOfRank(const JobShape& s, int rank) { return rank / std::max(1, s.ranks_per_node); }
+
+// What the NCCL profiler plugin records for the data-parallel ring (as NCCL's proxy sees it):
+// each hop that crosses nodes, once per collective, sender side timed on the wire alone (its
+// own link's speed), receiver side waiting for the whole ring (the slowest hop).
+void AddNetLinks(Context& c, std::vector<format::CollectivePattern>* out) {
+  if (!c.shape.net_links) return;
+  const int size = StageSize(c.shape, c.world);
+  const int stage = StageOf(c.shape, c.rank, c.world);
+  const int first = stage * size;
+  if (size < 2) return;
+  const int me = c.rank - first;
+  const int next = (me + 1) % size, prev = (me + size - 1) % size;
+  const double ring = GroupLinkFactor(c.shape, first, size, c.window);
+  const auto add = [&](CollectiveOp op, int peer, double factor) {
+    if (NodeOfRank(c.shape, c.rank) == NodeOfRank(c.shape, first + peer)) return;
+    for (int i = 0; i < c.shape.collectives; ++i) {
+      format::CollectivePattern p;
+      p.comm_id = kNetCommBase + c.shape.seed + static_cast<uint64_t>(stage);
+      p.comm_size = static_cast<uint32_t>(size);
+      p.comm_rank = static_cast<uint32_t>(me);
+      p.op = op;
+      p.peer = peer;
+      p.name = op == CollectiveOp::kNetSend ? "net_send" : "net_recv";
+      p.bytes = static_cast<uint64_t>(CollectiveBytes(i, stage));
+      for (int it = 0; it < c.shape.iterations; ++it) {
+        const auto d =
+            static_cast<uint64_t>(TransferNs(static_cast<double>(p.bytes)) * factor * Noise(c));
+        p.device.Add(d);
+        p.launch_offset.Add(0);
+        p.device_ns += d;
+        ++p.device_samples;
+        ++p.count;
+      }
+      SetSeqs(c, &p);
+      out->push_back(std::move(p));
+    }
+  };
+  add(CollectiveOp::kNetSend, next, LinkFactor(c.shape, c.rank, first + next, c.window));
+  add(CollectiveOp::kNetRecv, prev, ring);
+}
+
 }  // namespace
 
 CollectiveResult MakeCollectives(const JobShape& shape, const std::vector<RankTimes>& all, int rank,
@@ -190,6 +233,7 @@ CollectiveResult MakeCollectives(const JobShape& shape, const std::vector<RankTi
   result.wait_ratio = AddDataParallel(c, &result.patterns);
   AddPipeline(c, &result.patterns);
   AddRing(c, &result.patterns);
+  AddNetLinks(c, &result.patterns);
   return result;
 }
 
@@ -221,6 +265,14 @@ format::LiveState MakeLiveState(const JobShape& job, int rank, int world_size,
       p.inflight_op = static_cast<uint8_t>(format::CollectiveOp::kAllReduce);
       p.inflight_since_mono_ns = live.update_mono_ns - 120'000'000'000ull;
     }
+    live.comms.push_back(p);
+  }
+  if (shape.net_links) {  // the plugin's communicators (NCCL's commHash), for peer placement
+    format::CommProgress p;
+    p.comm_id = kNetCommBase + shape.seed + static_cast<uint64_t>(stage);
+    p.comm_size = static_cast<uint32_t>(size);
+    p.comm_rank = static_cast<uint32_t>(rank - stage * size);
+    p.last_seq_launched = p.last_seq_completed = seq - 1;
     live.comms.push_back(p);
   }
   const bool stuck_in_host = hang && rank == shape.fault_rank;

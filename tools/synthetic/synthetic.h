@@ -49,6 +49,8 @@ struct JobShape {
   int ranks_per_node = 8;
   int pipeline_stages = 1;  // contiguous blocks of ranks; stage s does 1 + 0.35 s times the work
   bool p2p_ring = false;    // each rank also sends to rank+1 and receives from rank-1
+  bool net_links = false;   // NCCL profiler network cells (net_send/net_recv) of ring hops
+                            // that cross nodes: wire time per link, the job's link faults applied
   Fault fault = Fault::kNone;
   int fault_rank = -1;
   int fault_peer = -1;

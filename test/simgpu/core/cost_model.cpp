@@ -85,36 +85,38 @@ double LinkBytesPerNs(int64_t rank_a, int64_t rank_b) {
   return bw;
 }
 
-int64_t CollectiveNs(CollKind kind, uint64_t bytes, int nranks, double min_bytes_per_ns,
-                     bool tree) {
-  const Config& c = GetConfig();
+double WireBytes(CollKind kind, uint64_t bytes, int nranks, bool tree) {
   double n = nranks;
   double b = static_cast<double>(bytes);
-  double wire = b;
-  int64_t latency = c.nccl_latency_ns;
   switch (kind) {
     case CollKind::kAllReduce:
-      if (tree) {
-        // Reduce up and broadcast down a pipelined tree: bytes twice, latency per level.
-        wire = nranks > 1 ? 2 * b : 0;
-        latency *= std::max(1, static_cast<int>(std::ceil(std::log2(n))));
-      } else {
-        wire = 2 * (n - 1) / n * b;
-      }
-      break;
+      // Tree: reduce up and broadcast down a pipelined tree, bytes twice.
+      if (tree) return nranks > 1 ? 2 * b : 0;
+      return 2 * (n - 1) / n * b;
     case CollKind::kAllGather:
     case CollKind::kReduceScatter:
-      wire = (n - 1) / n * b;
-      break;
+      return (n - 1) / n * b;
     case CollKind::kBroadcast:
     case CollKind::kReduce:
-      wire = nranks > 1 ? b : 0;
-      break;
+      return nranks > 1 ? b : 0;
     case CollKind::kSendRecv:
       break;
   }
-  int64_t transfer = TransferNs(wire, min_bytes_per_ns);
-  return transfer >= kNeverNs ? kNeverNs : latency + transfer;
+  return b;
+}
+
+int64_t CollectiveLatencyNs(CollKind kind, int nranks, bool tree) {
+  int64_t latency = GetConfig().nccl_latency_ns;
+  if (tree && kind == CollKind::kAllReduce) {
+    latency *= std::max(1, static_cast<int>(std::ceil(std::log2(static_cast<double>(nranks)))));
+  }
+  return latency;
+}
+
+int64_t CollectiveNs(CollKind kind, uint64_t bytes, int nranks, double min_bytes_per_ns,
+                     bool tree) {
+  int64_t transfer = TransferNs(WireBytes(kind, bytes, nranks, tree), min_bytes_per_ns);
+  return transfer >= kNeverNs ? kNeverNs : CollectiveLatencyNs(kind, nranks, tree) + transfer;
 }
 
 }  // namespace simgpu

@@ -40,6 +40,9 @@ enum class CollKind : uint8_t {
 // `min_bytes_per_ns`. Ring all-reduce puts 2(n-1)/n * bytes on every link; all-gather and
 // reduce-scatter (n-1)/n; broadcast/reduce and send/recv are pipelined: bytes once.
 int64_t CollectiveNs(CollKind kind, uint64_t bytes, int nranks, double min_bytes_per_ns, bool tree);
+// Its parts: bytes every link carries, and the fixed latency.
+double WireBytes(CollKind kind, uint64_t bytes, int nranks, bool tree);
+int64_t CollectiveLatencyNs(CollKind kind, int nranks, bool tree);
 
 // 64-bit mix (splitmix64 finaliser), used for jitter and ids.
 uint64_t Mix64(uint64_t x);

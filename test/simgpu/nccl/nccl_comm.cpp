@@ -77,6 +77,12 @@ ncclResult_t InitComm(ncclComm_t* out, int nranks, const uint8_t key[16], int ra
   comm->shared->device = Device::CurrentOrdinal();
   comm->device = comm->shared->device;
   std::memcpy(comm->key, key, 16);
+  // NCCL's commHash: derived from the unique id, equal on every rank of the communicator.
+  uint64_t a = 0;
+  uint64_t b = 0;
+  std::memcpy(&a, key, 8);
+  std::memcpy(&b, key + 8, 8);
+  comm->shared->profiler = ProfilerInitComm(*comm->shared->group, Mix64(a ^ Mix64(b)));
   comm->sends_to.assign(nranks, 0);
   comm->recvs_from.assign(nranks, 0);
   *out = comm;
@@ -122,6 +128,7 @@ ncclResult_t pncclCommFinalize(ncclComm_t comm) { return comm ? ncclSuccess : nc
 
 ncclResult_t pncclCommDestroy(ncclComm_t comm) {
   if (!comm) return ncclInvalidArgument;
+  sn::ProfilerFinalizeComm(comm->shared->profiler);
   delete comm;  // work still in flight keeps the shared state alive
   return ncclSuccess;
 }
@@ -129,6 +136,7 @@ ncclResult_t pncclCommDestroy(ncclComm_t comm) {
 ncclResult_t pncclCommAbort(ncclComm_t comm) {
   if (!comm) return ncclInvalidArgument;
   comm->shared->group->Abort();
+  sn::ProfilerFinalizeComm(comm->shared->profiler);
   delete comm;
   return ncclSuccess;
 }

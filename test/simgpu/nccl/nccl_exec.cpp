@@ -34,6 +34,34 @@ Arrival MakeArrival(const Op& op, int64_t ready_ns) {
   return a;
 }
 
+bool CrossesNodes(const ShmGroup& g, int a, int b) {
+  return NodeOf(g.GlobalRank(a)) != NodeOf(g.GlobalRank(b));
+}
+
+// The network hops of this rank in a ring collective: the send to the next rank and the
+// receive from the previous one, when they are on another node (NCCL has proxy events for
+// network transport only).
+std::vector<NetOp> RingNetOps(const Op& op, int64_t ready_ns, int64_t last, int64_t duration) {
+  const ShmGroup& g = *op.comm->group;
+  const int n = g.nranks();
+  const int r = g.rank();
+  std::vector<NetOp> out;
+  if (n < 2 || duration >= kNeverNs) return out;
+  const int64_t start = last + CollectiveLatencyNs(op.kind, n, false);
+  const double wire = WireBytes(op.kind, op.bytes, n, false);
+  const int next = (r + 1) % n;
+  const int prev = (r + n - 1) % n;
+  if (CrossesNodes(g, r, next)) {
+    out.push_back(NetOp{next, true, wire, LinkBytesPerNs(g.GlobalRank(r), g.GlobalRank(next)),
+                        ready_ns, start, last + duration});
+  }
+  if (CrossesNodes(g, prev, r)) {
+    out.push_back(NetOp{prev, false, wire, LinkBytesPerNs(g.GlobalRank(prev), g.GlobalRank(r)),
+                        ready_ns, start, last + duration});
+  }
+  return out;
+}
+
 int64_t RunCollective(const Op& op, int64_t ready_ns) {
   ShmGroup& g = *op.comm->group;
   std::vector<Arrival> all;
@@ -53,6 +81,9 @@ int64_t RunCollective(const Op& op, int64_t ready_ns) {
   }
   bool use_tree = GetConfig().nccl_algo == "tree" && op.kind == CollKind::kAllReduce;
   int64_t duration = CollectiveNs(op.kind, op.bytes, g.nranks(), use_tree ? tree : ring, use_tree);
+  if (op.comm->profiler && !use_tree) {
+    ProfilerNetOps(op.comm->profiler, RingNetOps(op, ready_ns, last, duration));
+  }
   return SaturatingAdd(SaturatingAdd(last, duration), extra);
 }
 
@@ -85,8 +116,14 @@ int64_t RunP2p(const std::vector<const Op*>& ops, int64_t ready_ns) {
     uint64_t bytes = op.is_send ? op.bytes : theirs.bytes;
     double bw = std::min(mine[i].bytes_per_ns, theirs.bytes_per_ns);
     int64_t start = std::max(mine[i].arrival_ns, theirs.arrival_ns);
-    end =
-        std::max(end, SaturatingAdd(start, CollectiveNs(CollKind::kSendRecv, bytes, 2, bw, false)));
+    const int64_t done =
+        SaturatingAdd(start, CollectiveNs(CollKind::kSendRecv, bytes, 2, bw, false));
+    end = std::max(end, done);
+    if (op.comm->profiler && CrossesNodes(g, g.rank(), op.peer)) {
+      const int64_t flow = start + CollectiveLatencyNs(CollKind::kSendRecv, 2, false);
+      ProfilerNetOps(op.comm->profiler, {NetOp{op.peer, op.is_send, static_cast<double>(bytes), bw,
+                                               mine[i].arrival_ns, flow, done}});
+    }
   }
   return end;
 }

@@ -15,6 +15,7 @@
 
 #include "core/cost_model.h"
 #include "core/rendezvous.h"
+#include "nccl/nccl_profiler.h"
 
 namespace simgpu::nccl {
 
@@ -22,6 +23,7 @@ struct CommShared {
   std::shared_ptr<ShmGroup> group;
   int device = 0;  // the CUDA device current when the communicator was created
   std::atomic<int> async_error{ncclSuccess};
+  std::shared_ptr<CommProfiler> profiler;  // null: no profiler plugin for this communicator
 };
 
 // One NCCL operation as issued by the host: everything its device-side execution needs.

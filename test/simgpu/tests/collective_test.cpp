@@ -10,7 +10,13 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <string>
 #include <thread>
+#include <tuple>
 
 #include "tests/mp_harness.h"
 #include "tests/test_kernels.h"
@@ -338,4 +344,99 @@ TEST_CASE("16 ranks share 2 cores without spinning", "[simgpu][nccl]") {
     CHECK(results[rank].values[0] >= 200.0);
     CHECK(results[rank].values[1] < 0.25 * results[rank].values[0]);
   }
+}
+
+namespace {
+
+struct PluginCell {
+  int rank = -1, peer = -1, is_send = 0;
+  unsigned long long bytes = 0, ops = 0;
+  long long wire_ns = 0;
+};
+
+// Reads what tests/test_profiler.cpp wrote at finalize, one file per (process, communicator).
+std::vector<PluginCell> ReadCells(const std::string& dir, int* nodes) {
+  std::vector<PluginCell> out;
+  for (int attempt = 0; attempt < 100 && out.empty(); ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const std::string cmd = "cat " + dir + "/*.txt 2>/dev/null";
+    FILE* p = popen(cmd.c_str(), "r");
+    if (p == nullptr) continue;
+    char line[256];
+    int rank = -1;
+    while (std::fgets(line, sizeof line, p)) {
+      int nranks = 0, n = 0, r = 0;
+      PluginCell c;
+      if (std::sscanf(line, "comm %d %d %d", &nranks, &n, &r) == 3) {
+        rank = r, *nodes = n;
+      } else if (std::sscanf(line, "cell %d %d %llu %lld %llu", &c.peer, &c.is_send, &c.bytes,
+                             &c.wire_ns, &c.ops) == 5) {
+        c.rank = rank;
+        out.push_back(c);
+      }
+    }
+    pclose(p);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the profiler plugin sees network links only, and the slow link's sender transmits",
+          "[simgpu][nccl][profiler]") {
+  constexpr size_t kBytes = 64 * kMiB;
+  constexpr int kReps = 4;
+  char dir_template[] = "/tmp/simgpu-prof-XXXXXX";
+  REQUIRE(mkdtemp(dir_template) != nullptr);
+  const std::string dir = dir_template;
+  auto body = [](RankContext& ctx) {
+    Rank r(ctx, kBytes);
+    r.Barrier();
+    for (int i = 0; i < kReps; ++i) r.TimedAllReduce(kBytes);
+    // Point-to-point: 0 -> 2 crosses the network, 0 -> 1 stays on the node.
+    if (ctx.rank == 0) {
+      ncclSend(r.buffer, 8 * kMiB, ncclInt8, 2, r.comm, r.stream);
+      ncclSend(r.buffer, 8 * kMiB, ncclInt8, 1, r.comm, r.stream);
+    } else if (ctx.rank == 1 || ctx.rank == 2) {
+      ncclRecv(r.buffer, 8 * kMiB, ncclInt8, 0, r.comm, r.stream);
+    }
+    cudaStreamSynchronize(r.stream);
+    r.Barrier();
+    ncclCommDestroy(r.comm);
+  };
+  // Two nodes of two: the world ring 0-1-2-3 crosses the network at 1->2 and 3->0.
+  auto results = RunRanks(4,
+                          {{"SIMGPU_RANKS_PER_NODE", "2"},
+                           {"SIMGPU_LINK_FACTOR", "1-2=0.3"},
+                           {"NCCL_PROFILER_PLUGIN", SIMGPU_TEST_PROFILER},
+                           {"SIMGPU_TEST_PROFILER_OUT", dir}},
+                          body, 60000);
+  RequireAllFinished(results);
+  int nodes = 0;
+  const std::vector<PluginCell> cells = ReadCells(dir, &nodes);
+  std::filesystem::remove_all(dir);
+  CHECK(nodes == 2);
+  std::map<std::tuple<int, int, int>, PluginCell> by;
+  for (const PluginCell& c : cells) by[{c.rank, c.peer, c.is_send}] = c;
+  INFO("cells: " << cells.size());
+  // Ring hops across nodes (send and receive ends) and the one cross-node send: nothing else.
+  REQUIRE(by.size() == 6);
+  const auto wire_bytes = static_cast<unsigned long long>(2.0 * 3 / 4 * kBytes);
+  for (const auto& key : {std::tuple{1, 2, 1}, {3, 0, 1}, {2, 1, 0}, {0, 3, 0}}) {
+    INFO("rank " << std::get<0>(key) << " peer " << std::get<1>(key));
+    REQUIRE(by.count(key) == 1);
+    CHECK(by[key].ops == kReps + 2);  // the two barriers cross the same hops
+    CHECK(by[key].bytes >= kReps * wire_bytes);
+  }
+  REQUIRE(by.count({0, 2, 1}) == 1);
+  CHECK(by[{0, 2, 1}].bytes == 8 * kMiB);
+  REQUIRE(by.count({2, 0, 0}) == 1);
+  // Time on the wire: the slow hop's sender transmits ~1/0.3 times longer than the fast hop's,
+  // which spends the rest of the collective waiting for data from upstream.
+  const double slow = static_cast<double>(by[{1, 2, 1}].wire_ns);
+  const double fast = static_cast<double>(by[{3, 0, 1}].wire_ns);
+  const double expected_fast_ns = kReps * static_cast<double>(wire_bytes) / 25.0;
+  CHECK(fast == Approx(expected_fast_ns).epsilon(0.25));
+  CHECK(slow / fast > 2.5);
+  CHECK(slow / fast < 4.5);
 }
