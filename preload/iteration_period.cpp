@@ -110,14 +110,26 @@ bool PeriodDetector::TryLock(uint32_t p, uint64_t seq, std::vector<IterationBoun
   // The periodic part: the run of period p, as far back as the history reaches.
   const uint64_t start = std::max<uint64_t>(seq + 1 - (uint64_t{run_[p]} + p), base_);
   const uint64_t span = seq + 1 - start;
-  const GapShape gaps = ShapeOfGaps(times_, base_, start, seq);
-  const bool gap_period = gaps.regular && gaps.count >= kConfirmPeriods + 1 &&
-                          gaps.spacing % p == 0 && gaps.spacing <= kMaxPeriod &&
-                          gaps.first < start + gaps.spacing && gaps.last + gaps.spacing >= seq;
-  if (gap_period && (gaps.spacing > p || p == 1)) {
-    // The boundary collective is the one before the big gap.
-    Lock(static_cast<uint32_t>(gaps.spacing), start, gaps.first, seq, out);
-    return true;
+  // Gaps over the whole periodic part first; when one stray gap (the host descheduled between two
+  // launches) spoils them, over its recent halves, which that gap leaves sooner or later.
+  bool gap_period = false;
+  for (uint64_t w = span; w >= std::max<uint64_t>(16, 4 * uint64_t{p} + 1); w /= 2) {
+    const uint64_t from = seq + 1 - w;
+    const GapShape gaps = ShapeOfGaps(times_, base_, from, seq);
+    if (!gaps.regular || gaps.count < kConfirmPeriods + 1 || gaps.spacing % p != 0 ||
+        gaps.spacing > kMaxPeriod || gaps.first >= from + gaps.spacing ||
+        gaps.last + gaps.spacing < seq) {
+      continue;
+    }
+    // Every gap alike: one launch per iteration, but only if nothing larger exists anywhere.
+    if (gaps.spacing == 1 && w != span) continue;
+    gap_period = true;
+    if (gaps.spacing > p || p == 1) {
+      // The boundary collective is the one before the big gap.
+      Lock(static_cast<uint32_t>(gaps.spacing), start, gaps.first, seq, out);
+      return true;
+    }
+    break;
   }
   // No gap says otherwise: one symbol period is one iteration, ending with its last launch.
   // Without gaps, wait long enough that an iteration of two periods would have shown its big

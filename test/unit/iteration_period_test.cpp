@@ -110,6 +110,22 @@ TEST_CASE("an iteration that repeats a pattern twice is one iteration, not two",
   for (size_t i = 0; i < b.size(); ++i) CHECK(b[i].seq == 4 * i + 3);
 }
 
+TEST_CASE("a stray gap (the host descheduled) delays the lock but not the numbering",
+          "[unit][period]") {
+  Rank r;
+  r.jitter = 0.1;
+  constexpr int kIters = 40;
+  for (int i = 0; i < kIters; ++i) {
+    r.Launch(1, 7, 40 * kMs);
+    r.Launch(1, 7, i == 1 ? 200 * kMs : 3 * kMs);  // before the lock, larger than any forward pass
+    r.Launch(1, 7, 3 * kMs);
+  }
+  const auto b = r.Run();
+  REQUIRE(b.size() == kIters);
+  CheckNumbered(b);
+  for (size_t i = 0; i < b.size(); ++i) CHECK(b[i].seq == 3 * i + 2);
+}
+
 TEST_CASE("all-equal collectives without a gap structure give no iterations", "[unit][period]") {
   Rank r;
   std::mt19937_64 rng(7);
