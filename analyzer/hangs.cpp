@@ -30,9 +30,30 @@ double StuckSeconds(const Member& m) {
   return static_cast<double>(m.live->update_mono_ns - p.inflight_since_mono_ns) * 1e-9;
 }
 
+// How each member left; false when every one exited normally (a finished job: nothing hangs).
+bool NoteExits(const std::vector<Member>& members, bool job_exited, Hang* h) {
+  bool all_normal = true;
+  for (const Member& m : members) {
+    switch (m.live->exit_state) {
+      case format::ExitState::kNormalExit:
+        h->ranks_exited_normally.push_back(m.rank);
+        continue;
+      case format::ExitState::kSigterm:
+        h->ranks_sigterm.push_back(m.rank);
+        break;
+      case format::ExitState::kRunning:
+        if (job_exited) h->ranks_vanished.push_back(m.rank);
+        break;
+    }
+    all_normal = false;
+  }
+  return !all_normal;
+}
+
 std::optional<Hang> JudgeComm(uint64_t comm_id, const std::vector<Member>& members,
-                              double stuck_after_s) {
+                              double stuck_after_s, bool job_exited) {
   Hang h;
+  if (!NoteExits(members, job_exited, &h)) return std::nullopt;
   h.comm_id = comm_id;
   uint8_t op = 0;
   for (const Member& m : members) {
@@ -66,8 +87,10 @@ std::optional<Hang> JudgeComm(uint64_t comm_id, const std::vector<Member>& membe
 
 std::vector<Hang> DetectHangs(const Dataset& ds, double median_iteration_ns) {
   std::map<uint64_t, std::vector<Member>> comms;
+  bool job_exited = false;  // some rank recorded its exit: a rank still "running" vanished
   for (const RankData& r : ds.ranks) {
     if (!r.live) continue;
+    job_exited |= r.live->exit_state != format::ExitState::kRunning;
     for (const format::CommProgress& p : r.live->comms) {
       comms[p.comm_id].push_back({r.rank(), &p, &*r.live});
     }
@@ -75,7 +98,9 @@ std::vector<Hang> DetectHangs(const Dataset& ds, double median_iteration_ns) {
   const double stuck_after_s = std::max(10.0, 5 * median_iteration_ns * 1e-9);
   std::vector<Hang> hangs;
   for (const auto& [comm_id, members] : comms) {
-    if (auto h = JudgeComm(comm_id, members, stuck_after_s)) hangs.push_back(std::move(*h));
+    if (auto h = JudgeComm(comm_id, members, stuck_after_s, job_exited)) {
+      hangs.push_back(std::move(*h));
+    }
   }
   std::sort(hangs.begin(), hangs.end(), [](const Hang& a, const Hang& b) {
     return a.stuck_s != b.stuck_s ? a.stuck_s > b.stuck_s : a.comm_id < b.comm_id;

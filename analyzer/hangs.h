@@ -4,6 +4,11 @@
 //    (non-communication hang): they are the suspects, with their last Python frame;
 //  - when every rank launched the collective and none completed it, the transfer itself is
 //    stuck (communication hang).
+// A job that finished is not hung: when every member with a file exited normally (live-slot
+// exit state NormalExit), the collective its last flush found in flight is not reported. A
+// reported hang says which members were terminated (SIGTERM flush) and which vanished (still
+// "running" while another rank of the job recorded its exit: SIGKILL, a crash, or still running
+// when the files were copied).
 #pragma once
 
 #include <cstdint>
@@ -24,7 +29,10 @@ struct Hang {
   bool communication = false;                                  // everyone arrived, nobody finished
   double stuck_s = 0;  // longest time a rank has waited in it
   int comm_size = 0;
-  int ranks_without_file = 0;  // members the communicator has but no file speaks for
+  int ranks_without_file = 0;              // members the communicator has but no file speaks for
+  std::vector<int> ranks_exited_normally;  // members whose live slot says NormalExit
+  std::vector<int> ranks_sigterm;          // ... Sigterm
+  std::vector<int> ranks_vanished;         // ... Running, while some rank of the job exited
 };
 
 std::vector<Hang> DetectHangs(const Dataset& ds, double median_iteration_ns);

@@ -294,7 +294,10 @@ Candidate HangCandidate(const Hang& h, double iteration_s) {
                 {"ranks_arrived", h.ranks_arrived},
                 {"ranks_missing", h.ranks_missing},
                 {"hang", h.communication ? "communication" : "non_communication"},
-                {"sequence", h.sequence}};
+                {"sequence", h.sequence},
+                {"ranks_exited_normally", h.ranks_exited_normally},
+                {"ranks_sigterm", h.ranks_sigterm},
+                {"ranks_vanished", h.ranks_vanished}};
   return c;
 }
 

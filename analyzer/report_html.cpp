@@ -90,7 +90,14 @@ void HangList(const Report& rep, std::ostream& out) {
   for (const Hang& h : rep.hangs) {
     out << "<p class=hang><b>Hang</b> " << HtmlEscape(h.collective) << " #" << h.sequence
         << ": arrived " << HtmlEscape(RankListLabel(h.ranks_arrived)) << ", missing "
-        << HtmlEscape(RankListLabel(h.ranks_missing)) << "</p>\n<ul>";
+        << HtmlEscape(RankListLabel(h.ranks_missing));
+    if (!h.ranks_sigterm.empty()) {
+      out << "; terminated (SIGTERM) " << HtmlEscape(RankListLabel(h.ranks_sigterm));
+    }
+    if (!h.ranks_vanished.empty()) {
+      out << "; vanished without an exit record " << HtmlEscape(RankListLabel(h.ranks_vanished));
+    }
+    out << "</p>\n<ul>";
     for (const auto& [rank, frame] : h.last_python_frame) {
       out << "<li>rank " << rank << ": <code>" << HtmlEscape(frame) << "</code></li>";
     }

@@ -68,7 +68,10 @@ Json HangJson(const Hang& h) {
           {"ranks_missing", h.ranks_missing},
           {"last_python_frame", frames},
           {"stuck_s", h.stuck_s},
-          {"ranks_without_file", h.ranks_without_file}};
+          {"ranks_without_file", h.ranks_without_file},
+          {"ranks_exited_normally", h.ranks_exited_normally},
+          {"ranks_sigterm", h.ranks_sigterm},
+          {"ranks_vanished", h.ranks_vanished}};
 }
 
 }  // namespace

@@ -57,6 +57,16 @@ void Hangs(const Report& rep, std::ostream& out) {
     out << "  arrived: " << (h.ranks_arrived.empty() ? "none" : RankListLabel(h.ranks_arrived))
         << "; never arrived: "
         << (h.ranks_missing.empty() ? "none" : RankListLabel(h.ranks_missing)) << "\n";
+    if (!h.ranks_sigterm.empty()) {
+      out << "  terminated (SIGTERM): " << RankListLabel(h.ranks_sigterm) << "\n";
+    }
+    if (!h.ranks_vanished.empty()) {
+      out << "  vanished without an exit record (killed, or still running): "
+          << RankListLabel(h.ranks_vanished) << "\n";
+    }
+    if (!h.ranks_exited_normally.empty()) {
+      out << "  exited normally: " << RankListLabel(h.ranks_exited_normally) << "\n";
+    }
     size_t shown = 0;
     for (const auto& [rank, frame] : h.last_python_frame) {
       if (shown++ == 3) break;

@@ -1,9 +1,10 @@
 // Turns drained events into window summaries. Owned by the writer thread; single-threaded.
 //
 // Windows end on iteration boundaries that every rank agrees on: window k holds iterations
-// [k*W, (k+1)*W). Iteration i ends at the i-th MarkIteration (counting from 0), so window 0 also
-// holds everything before the first step (start-up). A process that never marks an iteration
-// gets windows of `window_ns` instead, with an empty iteration range.
+// [k*W, (k+1)*W). Iteration i ends at the i-th kIteration event (counting from 0): a Python step
+// marker (MarkIteration), or without those a boundary of the collective period that the writer
+// adds (collective_iterations.h). Window 0 also holds everything before the first step
+// (start-up). A process with neither gets windows of `window_ns`, with an empty iteration range.
 #pragma once
 
 #include <cstdint>

@@ -17,6 +17,7 @@
 
 #include "preload/aggregator.h"
 #include "preload/clock.h"
+#include "preload/collective_iterations.h"
 #include "preload/log.h"
 #include "preload/recorder_state.h"
 #include "preload/segment_order.h"
@@ -33,6 +34,7 @@ struct WriterState {
   std::mutex mu;
   std::unique_ptr<format::RingWriter> ring;
   std::unique_ptr<Aggregator> aggregator;
+  CollectiveIterations collective_iterations;  // iterations when Python marks none
   format::WindowEncoder encoder;
   flatbuffers::FlatBufferBuilder live_builder;
   std::vector<Event> batch;
@@ -43,6 +45,8 @@ struct WriterState {
   uint64_t windows_written = 0;
   uint64_t windows_failed = 0;
   bool warned_write = false;
+  // Set by the final flushes and kept: later refreshes must not say "running" again.
+  format::ExitState exit_state = format::ExitState::kRunning;
   int wake_fd = -1;             // eventfd: wakes the thread early (SIGTERM)
   int done_pipe[2] = {-1, -1};  // the thread writes a byte here after a requested flush
   pid_t pid = 0;                // a forked child inherits this state but must never write
@@ -84,6 +88,7 @@ void Append(WriterState& w, const format::Window& window) {
 void WriteLive(WriterState& w, uint64_t now) {
   format::LiveState live = w.aggregator->Live(now);
   live.windows_written = w.windows_written;
+  live.exit_state = w.exit_state;
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   live.update_real_ns = uint64_t(ts.tv_sec) * 1'000'000'000ull + uint64_t(ts.tv_nsec);
@@ -107,6 +112,7 @@ void Round(WriterState& w) {
     // marking it dead, so nothing can arrive after this drain.)
     if (state == RingState::kDead) r->state.store(RingState::kFree, std::memory_order_release);
   }
+  w.collective_iterations.Synthesize(&w.batch, tables);
   OrderBySegment(&w.batch, &w.segments);
   for (const Event& e : w.batch) w.aggregator->Add(e, tables);
   while (auto window = w.aggregator->TakeFinished(now, tables)) Append(w, *window);
@@ -135,6 +141,7 @@ void* WriterMain(void*) {
     }
     std::lock_guard lock(w.mu);
     if (g_flush_requested) {
+      w.exit_state = format::ExitState::kSigterm;
       FlushLocked(w);
       g_flush_requested = 0;
       (void)!write(w.done_pipe[1], "x", 1);
@@ -226,6 +233,7 @@ void Flush() {
   FlushCallbacks& callbacks = GetFlushCallbacks();
   for (int i = 0; i < callbacks.count.load(); ++i) callbacks.callbacks[i]();
   std::lock_guard lock(g_writer->mu);
+  g_writer->exit_state = format::ExitState::kNormalExit;  // only the exit paths call Flush
   FlushLocked(*g_writer);
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace flatbuffers {
@@ -24,6 +25,15 @@ struct CommProgress {
   bool operator==(const CommProgress&) const = default;
 };
 
+// How the process left (live.fbs ExitState).
+enum class ExitState : uint8_t {
+  kRunning = 0,     // still running, or killed without a flush (SIGKILL, crash)
+  kNormalExit = 1,  // atexit flush
+  kSigterm = 2,     // SIGTERM flush
+};
+// "running", "normal_exit", "sigterm" ("unknown" for a value from a newer writer).
+std::string_view ExitStateName(ExitState state);
+
 struct LiveState {
   uint64_t update_mono_ns = 0;
   uint64_t update_real_ns = 0;
@@ -31,6 +41,7 @@ struct LiveState {
   uint64_t windows_written = 0;
   std::vector<CommProgress> comms;
   std::vector<std::string> python_stack;  // innermost frame last
+  ExitState exit_state = ExitState::kRunning;
   bool operator==(const LiveState&) const = default;
 };
 

@@ -18,8 +18,20 @@ std::span<const uint8_t> EncodeLiveState(const LiveState& s, flatbuffers::FlatBu
   const auto stack_off = b.CreateVectorOfStrings(s.python_stack);
   fb::FinishLiveStateBuffer(
       b, fb::CreateLiveState(b, s.update_mono_ns, s.update_real_ns, s.iteration, s.windows_written,
-                             comms_off, stack_off));
+                             comms_off, stack_off, static_cast<fb::ExitState>(s.exit_state)));
   return {b.GetBufferPointer(), b.GetSize()};
+}
+
+std::string_view ExitStateName(ExitState state) {
+  switch (state) {
+    case ExitState::kRunning:
+      return "running";
+    case ExitState::kNormalExit:
+      return "normal_exit";
+    case ExitState::kSigterm:
+      return "sigterm";
+  }
+  return "unknown";
 }
 
 bool DecodeLiveState(std::span<const uint8_t> bytes, LiveState* out) {
@@ -38,6 +50,7 @@ bool DecodeLiveState(std::span<const uint8_t> bytes, LiveState* out) {
                                         c->inflight_op(), c->inflight_since_mono_ns()});
     }
   }
+  out->exit_state = static_cast<ExitState>(s->exit_state());
   if (s->python_stack()) {
     for (const flatbuffers::String* f : *s->python_stack()) {
       out->python_stack.push_back(f ? f->str() : std::string());

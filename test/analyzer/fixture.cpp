@@ -55,8 +55,9 @@ std::vector<std::string> WriteJob(const std::string& dir, const JobSpec& spec) {
       }
     }
     flatbuffers::FlatBufferBuilder builder;
-    const format::LiveState live =
+    format::LiveState live =
         synthetic::MakeLiveState(shape, r, spec.ranks, static_cast<uint64_t>(spec.windows));
+    if (spec.edit_live) spec.edit_live(r, &live);
     writer->WriteLive(format::EncodeLiveState(live, builder));
     paths.push_back(path);
   }

@@ -22,6 +22,8 @@ struct JobSpec {
   std::vector<int> skip_ranks;  // ranks without a file
   // Edits each window before it is written (rank, window).
   std::function<void(int, format::Window*)> edit;
+  // Edits each rank's live slot before it is written (rank).
+  std::function<void(int, format::LiveState*)> edit_live;
 };
 
 // Small, fast defaults: 200 functions, 20 collectives, 8 iterations per window.

@@ -4,6 +4,7 @@
 
 #include "schemas/format/live.h"
 #include "schemas/format/window.h"
+#include "schemas/live_generated.h"
 #include "test/unit/ring_test_util.h"
 #include "tools/synthetic/synthetic.h"
 
@@ -97,4 +98,29 @@ TEST_CASE("the live state round-trips", "[codec]") {
   format::LiveState out;
   REQUIRE(format::DecodeLiveState(std::vector<uint8_t>(bytes.begin(), bytes.end()), &out));
   CHECK(out == s);
+  CHECK(out.exit_state == format::ExitState::kRunning);
+}
+
+TEST_CASE("the live state's exit state round-trips, and older files read as running", "[codec]") {
+  flatbuffers::FlatBufferBuilder builder;
+  for (const auto state : {format::ExitState::kNormalExit, format::ExitState::kSigterm}) {
+    format::LiveState s;
+    s.iteration = 3;
+    s.exit_state = state;
+    const auto bytes = format::EncodeLiveState(s, builder);
+    format::LiveState out;
+    REQUIRE(format::DecodeLiveState(std::vector<uint8_t>(bytes.begin(), bytes.end()), &out));
+    CHECK(out == s);
+  }
+  CHECK(format::ExitStateName(format::ExitState::kSigterm) == "sigterm");
+  CHECK(format::ExitStateName(format::ExitState{7}) == "unknown");
+  // A writer from before the field: a LiveState table without it.
+  builder.Clear();
+  fb::LiveStateBuilder old(builder);
+  old.add_iteration(9);
+  fb::FinishLiveStateBuffer(builder, old.Finish());
+  format::LiveState out;
+  REQUIRE(format::DecodeLiveState({builder.GetBufferPointer(), builder.GetSize()}, &out));
+  CHECK(out.iteration == 9);
+  CHECK(out.exit_state == format::ExitState::kRunning);
 }
