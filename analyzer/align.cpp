@@ -5,6 +5,27 @@
 namespace perftracker::analyzer {
 namespace {
 
+// A host duration timed on n of a function's N calls and scaled to all N has the variance of
+// N times the sample mean: N^2 s^2 / n, less the finite-population share n/N (nothing when every
+// call was timed). s^2 comes from the duration histogram, which holds the timed calls only; one
+// timed call says nothing about the spread, so it counts as a spread as large as its mean. A
+// preempted call among few timed ones is scaled to many: this is what keeps it from reading as a
+// slow rank (detect.cpp).
+double SamplingVariance(const format::FunctionPattern& p) {
+  const double n = static_cast<double>(p.duration.Count());
+  const auto calls = static_cast<double>(p.count);
+  if (n <= 0 || n >= calls) return 0;
+  double sum = 0, sum2 = 0;
+  for (size_t i = 0; i < p.duration.counts.size(); ++i) {
+    const auto v = static_cast<double>(format::HistogramBucketValue(p.duration.first + int(i)));
+    sum += v * p.duration.counts[i];
+    sum2 += v * v * p.duration.counts[i];
+  }
+  const double mean = sum / n;
+  const double var = n >= 2 ? std::max(0.0, (sum2 - n * mean * mean) / (n - 1)) : mean * mean;
+  return calls * calls * var / n * (1 - n / calls);
+}
+
 void AddFunctions(const format::Window& w, const std::vector<uint32_t>& index, Slot* slot) {
   for (size_t i = 0; i < w.functions.size(); ++i) {
     const format::FunctionPattern& p = w.functions[i];
@@ -17,6 +38,7 @@ void AddFunctions(const format::Window& w, const std::vector<uint32_t>& index, S
     s.device_ns += static_cast<float>(p.device_ns);
     s.device_samples += static_cast<float>(p.device_samples);
     s.count += static_cast<float>(p.count);
+    s.sampling_var += static_cast<float>(SamplingVariance(p));
   }
 }
 

@@ -26,13 +26,43 @@ double FunctionNs(const FunctionInfo& info, const FunctionSum& sum) {
   }
 }
 
-std::array<double, 6> Aggregates(const Dataset& ds, const Slot& s) {
+// Device times come from timing events or CUPTI, not from the host duration's sample.
+bool HostTimed(const FunctionInfo& info) {
+  return info.kind != FunctionKind::kKernel && info.kind != FunctionKind::kMemcpy &&
+         info.kind != FunctionKind::kMemset;
+}
+
+double PerIteration2(const Slot& s, double v) {
+  return s.iterations > 0 ? v / (s.iterations * s.iterations) : 0;
+}
+
+std::vector<Aggregate> SummedIn(const Catalog& catalog) {
+  const auto& fns = catalog.functions();
+  std::vector<Aggregate> out;
+  for (const FunctionInfo& info : fns) {
+    Aggregate g = AggregateOf(info);
+    const int32_t parent = info.parent_id != 0 ? catalog.IndexOf(info.parent_id) : -1;
+    if (g == Aggregate::kCudaApi && parent >= 0 &&
+        fns[static_cast<size_t>(parent)].kind == FunctionKind::kCudaApi) {
+      g = Aggregate::kNone;  // a call site: its calls are already its API function's
+    }
+    out.push_back(g);
+  }
+  return out;
+}
+
+std::array<double, 6> Aggregates(const Dataset& ds, const std::vector<Aggregate>& summed_in,
+                                 const Slot& s, std::array<double, 6>* vars) {
   std::array<double, 6> a{};
+  *vars = {};
   const auto& fns = ds.catalog.functions();
   for (size_t i = 0; i < s.functions.size(); ++i) {
-    const Aggregate g = AggregateOf(fns[i]);
-    if (g != Aggregate::kNone) a[static_cast<size_t>(g)] += FunctionNs(fns[i], s.functions[i]);
+    const Aggregate g = summed_in[i];
+    if (g == Aggregate::kNone) continue;
+    a[static_cast<size_t>(g)] += FunctionNs(fns[i], s.functions[i]);
+    if (HostTimed(fns[i])) (*vars)[static_cast<size_t>(g)] += s.functions[i].sampling_var;
   }
+  for (double& v : *vars) v = PerIteration2(s, v);
   const auto& colls = ds.catalog.collectives();
   for (size_t i = 0; i < s.collectives.size(); ++i) {
     const CollectiveSum& c = s.collectives[i];
@@ -50,12 +80,21 @@ struct Tally {
   double excess_all = 0;                                           // over all slots
 };
 
+struct MemberValue {
+  size_t member;
+  double value;
+  double sampling_var;
+};
+
 // Values of one metric for the members of a group in one slot; false when too few peers.
 bool SlotValues(const Frame& f, const PeerGroup& g, size_t k, int32_t fn, Aggregate agg,
-                std::vector<std::pair<size_t, double>>* out) {
+                std::vector<MemberValue>* out) {
   out->clear();
   for (size_t i = 0; i < g.members.size(); ++i) {
-    if (SlotAt(f, g.members[i], k)) out->push_back({i, MetricValue(f, g.members[i], k, fn, agg)});
+    const size_t r = g.members[i];
+    if (SlotAt(f, r, k)) {
+      out->push_back({i, MetricValue(f, r, k, fn, agg), MetricSamplingVar(f, r, k, fn, agg)});
+    }
   }
   return out->size() >= 3;
 }
@@ -68,17 +107,18 @@ double GroupIteration(const Frame& f, const PeerGroup& g, size_t k) {
   return Median(t);
 }
 
-void TallySlot(const Frame& f, const std::vector<std::pair<size_t, double>>& vals, double iter,
+void TallySlot(const Frame& f, const std::vector<MemberValue>& vals, double iter,
                std::vector<Tally>* tallies) {
   std::vector<double> v;
-  for (const auto& [i, x] : vals) v.push_back(x);
+  for (const MemberValue& m : vals) v.push_back(m.value);
   const double med = MedianOf(v);
   const double sigma =
       std::max({RobustSigma(v, med), f.th.relative_floor * med, f.th.absolute_floor * iter, 1.0});
-  for (const auto& [i, x] : vals) {
+  for (const auto& [i, x, var] : vals) {
     Tally& t = (*tallies)[i];
     const double excess = x - med;
-    const double z = excess / sigma;
+    // The peers' spread and this rank's own measurement error (a sampled total) add up.
+    const double z = excess / std::sqrt(sigma * sigma + var);
     ++t.present;
     t.excess_all += excess;
     if (z > f.th.z && excess > f.th.min_excess_share * iter) {
@@ -123,6 +163,34 @@ Json TopContributors(const Frame& f, const std::vector<std::vector<double>>& exc
   return top;
 }
 
+// P(X >= k) for X ~ Binomial(n, p).
+double BinomialTail(int n, int k, double p) {
+  if (k <= 0) return 1;
+  if (p <= 0) return 0;
+  if (p >= 1) return 1;
+  double tail = 0;
+  for (int j = k; j <= n; ++j) {
+    tail += std::exp(std::lgamma(n + 1.0) - std::lgamma(j + 1.0) - std::lgamma(n - j + 1.0) +
+                     j * std::log(p) + (n - j) * std::log1p(-p));
+  }
+  return std::min(1.0, tail);
+}
+
+// The peers' rate of flagged windows on this metric is what the noise of this host does by
+// itself (a loaded scheduler stretches some call on some rank in some window); the chance that
+// the same noise flags this rank in as many of its windows is the evidence against it being a
+// fault. Returns that chance (0 when no peer was ever flagged), with the peers' rate.
+std::pair<double, double> ChanceOfFlags(const std::vector<Tally>& tallies, size_t i) {
+  int flagged = 0, present = 0;
+  for (size_t j = 0; j < tallies.size(); ++j) {
+    if (j == i) continue;
+    flagged += tallies[j].flagged;
+    present += tallies[j].present;
+  }
+  const double rate = present > 0 ? static_cast<double>(flagged) / present : 0;
+  return {BinomialTail(tallies[i].present, tallies[i].flagged, rate), rate};
+}
+
 // One metric over one group: findings for the ranks where it persists.
 // Returns the group member index of every finding added.
 std::vector<size_t> DetectMetric(const Frame& f, int gi, int32_t fn, Aggregate agg,
@@ -131,7 +199,7 @@ std::vector<size_t> DetectMetric(const Frame& f, int gi, int32_t fn, Aggregate a
   std::vector<size_t> found;
   const PeerGroup& g = (*f.groups)[static_cast<size_t>(gi)];
   std::vector<Tally> tallies(g.members.size());
-  std::vector<std::pair<size_t, double>> vals;
+  std::vector<MemberValue> vals;
   for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {
     if (!SlotValues(f, g, k, fn, agg, &vals)) continue;
     TallySlot(f, vals, GroupIteration(f, g, k), &tallies);
@@ -142,10 +210,14 @@ std::vector<size_t> DetectMetric(const Frame& f, int gi, int32_t fn, Aggregate a
       (*excess_by_fn)[i][static_cast<size_t>(fn)] = t.excess_all / t.present;
     }
     if (t.flagged == 0 || t.flagged < NeededWindows(t.present)) continue;
+    const auto [chance, peer_rate] = ChanceOfFlags(tallies, i);
+    if (chance > f.th.max_chance) continue;
     Finding finding = FromTally(t, f, g.members[i]);
     finding.group = gi;
     finding.function = fn;
     finding.aggregate = agg;
+    finding.extra["peers_flagged_share"] = peer_rate;
+    finding.extra["chance"] = chance;
     out->push_back(std::move(finding));
     found.push_back(i);
   }
@@ -225,6 +297,15 @@ const Slot* SlotAt(const Frame& f, size_t rank_index, size_t slot_index) {
   return f.slots[rank_index][slot_index];
 }
 
+double MetricSamplingVar(const Frame& f, size_t r, size_t k, int32_t fn, Aggregate agg) {
+  if (agg != Aggregate::kNone) return f.aggregate_vars[r][k][static_cast<size_t>(agg)];
+  const Slot* s = SlotAt(f, r, k);
+  if (!s || fn < 0 || static_cast<size_t>(fn) >= s->functions.size()) return 0;
+  const auto i = static_cast<size_t>(fn);
+  return HostTimed(f.ds->catalog.functions()[i]) ? PerIteration2(*s, s->functions[i].sampling_var)
+                                                 : 0;
+}
+
 double MetricValue(const Frame& f, size_t r, size_t k, int32_t fn, Aggregate agg) {
   if (agg != Aggregate::kNone) return f.aggregates[r][k][static_cast<size_t>(agg)];
   const Slot* s = SlotAt(f, r, k);
@@ -234,17 +315,20 @@ double MetricValue(const Frame& f, size_t r, size_t k, int32_t fn, Aggregate agg
 }
 
 Frame MakeFrame(const Dataset& ds, const std::vector<PeerGroup>& groups, const Thresholds& th) {
-  Frame f{&ds, &groups, th, {}, {}};
+  Frame f{&ds, &groups, th, {}, {}, {}, SummedIn(ds.catalog)};
   for (const RankData& r : ds.ranks) {
     std::vector<const Slot*> slots;
-    std::vector<std::array<double, 6>> aggs;
+    std::vector<std::array<double, 6>> aggs, vars;
     for (const uint64_t key : ds.slot_keys) {
       const Slot* s = r.FindSlot(key);
       slots.push_back(s);
-      aggs.push_back(s ? Aggregates(ds, *s) : std::array<double, 6>{});
+      std::array<double, 6> var{};
+      aggs.push_back(s ? Aggregates(ds, f.summed_in, *s, &var) : std::array<double, 6>{});
+      vars.push_back(var);
     }
     f.slots.push_back(std::move(slots));
     f.aggregates.push_back(std::move(aggs));
+    f.aggregate_vars.push_back(std::move(vars));
   }
   return f;
 }

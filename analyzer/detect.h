@@ -3,8 +3,12 @@
 // candidates.
 //
 //  differential   per (peer group, metric, slot): a rank's excess over the peer median, in units
-//                 of max(1.4826 MAD, 2% of the median, 0.2% of the iteration); flagged at z > 5
-//                 and an excess of at least 0.5% of the iteration, reported when it persists.
+//                 of max(1.4826 MAD, 2% of the median, 0.2% of the iteration), widened by the
+//                 rank's own sampling error; flagged at z > 5 and an excess of at least 0.5% of
+//                 the iteration, reported when it persists: in enough windows, and in more of
+//                 them than chance allows given how often the peers are flagged on the same
+//                 metric (scheduler noise on an oversubscribed host hits every rank now and then;
+//                 a fault hits one rank every time).
 //  expected range per group: the median rank's share of the iteration of functions that block
 //                 the host (data loader, GC, host syncs: <= 1%; copies: <= 5%), for problems
 //                 every rank shares, which comparing ranks cannot see.
@@ -37,6 +41,10 @@ struct Thresholds {
   double blocking_expected = 0.01;  // data loader, GC, syncs: expected share of the iteration
   double memcpy_expected = 0.05;
   double min_score = 0.01;  // candidates below are not reported (the paper's beta gate)
+  // Largest chance, given the peers' rate of flagged windows, of a rank being flagged in as
+  // many windows as it was, for the finding to stand. Strict, because it is asked of every
+  // function on every rank: a fault on one rank has a chance of 1e-6 or less, noise 0.01-0.1.
+  double max_chance = 0.001;
 };
 
 // Sums over all functions of a kind: a fault that slows every kernel (or every Python function)
@@ -70,6 +78,11 @@ struct Frame {
   std::vector<std::vector<const Slot*>> slots;  // [rank index][slot index], null when absent
   // aggregates[rank index][slot index][Aggregate]: per-iteration ns.
   std::vector<std::vector<std::array<double, 6>>> aggregates;
+  // The same for the sampling variance of those sums (ns^2 per iteration^2).
+  std::vector<std::vector<std::array<double, 6>>> aggregate_vars;
+  // Per catalog function: the kind sum it is counted in. A CUDA API call is recorded under its
+  // API function and again under its call site (a child of it): only the API function counts.
+  std::vector<Aggregate> summed_in;
 };
 
 Frame MakeFrame(const Dataset& ds, const std::vector<PeerGroup>& groups, const Thresholds& th);
@@ -77,6 +90,9 @@ Frame MakeFrame(const Dataset& ds, const std::vector<PeerGroup>& groups, const T
 // Per-iteration value of a metric in a slot.
 double MetricValue(const Frame& f, size_t rank_index, size_t slot_index, int32_t function,
                    Aggregate aggregate);
+// Its variance from timing only a sample of the calls (0 when every call was timed).
+double MetricSamplingVar(const Frame& f, size_t rank_index, size_t slot_index, int32_t function,
+                         Aggregate aggregate);
 const Slot* SlotAt(const Frame& f, size_t rank_index, size_t slot_index);
 std::string_view AggregateName(Aggregate a);
 // The kind sum a function belongs to (kNone for collectives and kinds without a sum).

@@ -59,6 +59,9 @@ void AdoptAsMainThread();
 void MainThreadStack(std::vector<std::string>* frames);
 // Frames the hook saw on the calling thread so far (recorded or not).
 uint64_t ThreadHookCalls();
+// Time the calling thread's innermost recorded frame spent in something recorded on its own
+// (a GC pause): counted as a callee's, so it leaves the frame's self time. GIL held.
+void ChargeToCaller(uint64_t ns);
 
 // cpython_install.cpp: notices when another tool took the frame-evaluation slot. GIL held.
 void CheckEvalHook();

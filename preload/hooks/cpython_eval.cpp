@@ -174,6 +174,11 @@ void SeedCurrentThread(PyThreadState* tstate) {
 
 uint64_t ThreadHookCalls() { return t_stack.calls; }
 
+void ChargeToCaller(uint64_t ns) {
+  ShadowStack& s = t_stack;
+  if (s.depth > 0) s.frames[s.depth - 1].child_ns += ns;
+}
+
 void AdoptAsMainThread() { g_main_stack.store(&t_stack, std::memory_order_release); }
 
 void MainThreadStack(std::vector<std::string>* frames) {

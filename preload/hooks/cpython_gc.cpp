@@ -44,7 +44,12 @@ PyObject* OnGc(PyObject*, PyObject* args) {
   } else if (t_gc_start_ns != 0 && Active()) {
     const Slot slot = g_gc_slots[Generation(g_api.TupleGetItem(args, 1))];
     const uint64_t duration = now - t_gc_start_ns;
-    if (slot != kNoSlot) RecordCall(slot, now, duration, duration);
+    if (slot != kNoSlot) {
+      RecordCall(slot, now, duration, duration);
+      // The pause is the collector's time: left in the self time of the Python function that
+      // happened to trigger it, it would be counted twice and blamed on that function too.
+      ChargeToCaller(duration);
+    }
     t_gc_start_ns = 0;
   }
   return ReturnNone();
