@@ -66,7 +66,7 @@ enum class HostTiming : uint8_t {
 // entry and exit for the hook's own cost (health.hook_ns / hook_calls: a sample of calls).
 class HostSample {
  public:
-  explicit HostSample(HostTiming timing)
+  [[gnu::always_inline]] explicit HostSample(HostTiming timing)
       : timed_(timing != HostTiming::kSampled || SampleHostTime()),
         overhead_(timed_ && (t_timed_calls++ & 7) == 0) {
     if (overhead_) entry_ns_ = NowNs();
@@ -95,11 +95,13 @@ class HostSample {
 
 // One hooked runtime call. Construct right before the real call, Finish right after. The
 // untimed path (most launches) is a thread-local countdown, two table lookups and one event.
+// Always inlined: out of line, its members live in memory and cost more than the work.
 class CudaCall {
  public:
   // `device_timed`: sample device time on `stream` (1 in PERFTRACKER_SAMPLE_EVERY per site).
-  CudaCall(ApiSlot& api, void* return_address, bool device_timed, cudaStream_t stream = nullptr,
-           HostTiming timing = HostTiming::kSampled)
+  [[gnu::always_inline]] CudaCall(ApiSlot& api, void* return_address, bool device_timed,
+                                  cudaStream_t stream = nullptr,
+                                  HostTiming timing = HostTiming::kSampled)
       : host_(timing),
         api_(api),
         return_address_(return_address),
@@ -115,7 +117,8 @@ class CudaCall {
 
   // Records the call. `extra`: a second slot charged with the same call (the kernel).
   // `device_slot`: where a device-time sample reports (kNoSlot: the site's slot).
-  void Finish(bool ok, Slot extra = kNoSlot, Slot device_slot = kNoSlot, uint64_t bytes = 0) {
+  [[gnu::always_inline]] void Finish(bool ok, Slot extra = kNoSlot, Slot device_slot = kNoSlot,
+                                     uint64_t bytes = 0) {
     host_.End();
     const Slot site = SiteSlot(site_, api_, return_address_);
     if (timer_ != kNoTimer) [[unlikely]] {
@@ -141,5 +144,32 @@ class CudaCall {
   SiteEntry* site_ = nullptr;
   int32_t timer_ = kNoTimer;
 };
+
+// The slot of a copy in `slots`, one per cudaMemcpyKind (0..4; anything else as Default): the
+// analyzer compares HtoD with HtoD.
+inline ApiSlot& ByKind(ApiSlot (&slots)[5], cudaMemcpyKind kind) {
+  const auto i = static_cast<unsigned>(kind);
+  return slots[i < 5 ? i : 4];
+}
+
+// A call with no device work of its own to time: copies that block, allocations.
+template <typename Call>
+cudaError_t HostWork(ApiSlot& api, void* ret, uint64_t bytes, bool blocking, Call call) {
+  CudaCall record(api, ret, /*device_timed=*/false, nullptr,
+                  blocking ? HostTiming::kBlocking : HostTiming::kAlways);
+  const cudaError_t rc = call();
+  record.Finish(rc == cudaSuccess, kNoSlot, kNoSlot, bytes);
+  return rc;
+}
+
+// Stream work (async copies, memsets) whose device time is sampled onto the API slot itself.
+template <typename Call>
+cudaError_t StreamWork(ApiSlot& api, void* ret, cudaStream_t stream, uint64_t bytes, Call call) {
+  const bool timed = !g_cupti_timing.load(std::memory_order_relaxed);
+  CudaCall record(api, ret, timed, stream);
+  const cudaError_t rc = call();
+  record.Finish(rc == cudaSuccess, kNoSlot, api.Get(), bytes);
+  return rc;
+}
 
 }  // namespace perftracker::preload

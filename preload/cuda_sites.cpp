@@ -19,33 +19,6 @@ RealSymbol g_func_get_name{"cudaFuncGetName", Library::kCudart};
 RealSymbol g_peek_error{"cudaPeekAtLastError", Library::kCudart};
 RealSymbol g_get_error{"cudaGetLastError", Library::kCudart};
 
-std::atomic<uint32_t> g_sample_every{64};
-
-// Open addressing over a power-of-two array; a key is claimed by CAS from 0 and never removed.
-template <size_t N>
-class KeyTable {
-  static_assert((N & (N - 1)) == 0);
-
- public:
-  SiteEntry* Find(uint64_t key) {
-    size_t i = (key * 0x9E3779B97F4A7C15ull) >> 40;
-    for (int probe = 0; probe < 64; ++probe, ++i) {
-      SiteEntry& e = entries_[i & (N - 1)];
-      uint64_t k = e.key.load(std::memory_order_acquire);
-      if (k == key) return &e;
-      if (k == 0) {
-        if (e.key.compare_exchange_strong(k, key, std::memory_order_acq_rel) || k == key) return &e;
-      }
-    }
-    return nullptr;
-  }
-
- private:
-  SiteEntry entries_[N];
-};
-
-KeyTable<8192> g_sites;
-KeyTable<8192> g_kernels;
 KeyTable<4096> g_kernel_names;
 
 // Frames in these libraries are plumbing: a site is named after the first frame outside them.
@@ -110,16 +83,7 @@ void DescribeAddress(const void* address, char* out, size_t size) {
   std::free(demangled);
 }
 
-SiteEntry* FindSite(ApiSlot& api, void* return_address) {
-  const uint64_t key = reinterpret_cast<uint64_t>(return_address) * 31 +
-                       reinterpret_cast<uint64_t>(&api);
-  return g_sites.Find(key | 1);
-}
-
-Slot SiteSlot(SiteEntry* site, ApiSlot& api, void* return_address) {
-  if (site == nullptr) return kNoSlot;
-  const Slot s = site->slot.load(std::memory_order_acquire);
-  if (s != kUnresolved) [[likely]] return s;
+Slot ResolveSiteSlot(SiteEntry* site, ApiSlot& api, void* return_address) {
   char name[512];
   const int n = std::snprintf(name, sizeof name, "%s @ ", api.name);
   DescribeAddress(SiteFrame(return_address), name + n, sizeof name - static_cast<size_t>(n));
@@ -128,21 +92,11 @@ Slot SiteSlot(SiteEntry* site, ApiSlot& api, void* return_address) {
   return interned;
 }
 
-bool SampleSite(SiteEntry* site) {
-  const uint32_t every = g_sample_every.load(std::memory_order_relaxed);
-  if (site == nullptr || every == 0) return false;
-  const uint32_t n = site->calls.load(std::memory_order_relaxed);
-  site->calls.store(n + 1, std::memory_order_relaxed);
-  return n % every == 0;
+void SetSampleEvery(uint32_t every) {
+  g_device_sample_every.store(every, std::memory_order_relaxed);
 }
 
-void SetSampleEvery(uint32_t every) { g_sample_every.store(every, std::memory_order_relaxed); }
-
-Slot KernelSlot(const void* func) {
-  SiteEntry* e = g_kernels.Find(reinterpret_cast<uint64_t>(func) | 1ull << 63);
-  if (e == nullptr) return kNoSlot;
-  const Slot s = e->slot.load(std::memory_order_acquire);
-  if (s != kUnresolved) [[likely]] return s;
+Slot ResolveKernelSlot(SiteEntry* e, const void* func) {
   // Our cudaFuncGetName must not replace an error the application has yet to collect.
   const auto peek = g_peek_error.Get<decltype(&cudaPeekAtLastError)>();
   const auto get_name = g_func_get_name.Get<decltype(&cudaFuncGetName)>();

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 #include "preload/recorder.h"
@@ -36,18 +37,78 @@ struct SiteEntry {
   std::atomic<uint32_t> calls{0};  // sampling counter; racy increments only skew sampling
 };
 
+// Open addressing over a power-of-two array; a key is claimed by CAS from 0 and never removed.
+// Inline: every hooked call looks up its site and most look up a kernel.
+template <size_t N>
+class KeyTable {
+  static_assert((N & (N - 1)) == 0);
+
+ public:
+  SiteEntry* Find(uint64_t key) {
+    size_t i = (key * 0x9E3779B97F4A7C15ull) >> 40;
+    SiteEntry& first = entries_[i & (N - 1)];
+    if (first.key.load(std::memory_order_acquire) == key) [[likely]]
+      return &first;
+    return Probe(key, i);
+  }
+
+ private:
+  [[gnu::noinline]] SiteEntry* Probe(uint64_t key, size_t i) {
+    for (int probe = 0; probe < 64; ++probe, ++i) {
+      SiteEntry& e = entries_[i & (N - 1)];
+      uint64_t k = e.key.load(std::memory_order_acquire);
+      if (k == key) return &e;
+      if (k == 0) {
+        if (e.key.compare_exchange_strong(k, key, std::memory_order_acq_rel) || k == key) return &e;
+      }
+    }
+    return nullptr;
+  }
+  SiteEntry entries_[N];
+};
+
+inline KeyTable<8192> g_site_table;
+inline KeyTable<8192> g_kernel_table;
+inline std::atomic<uint32_t> g_device_sample_every{64};
+
 // The call site of `api` at `return_address`; null when the site table is full. Its slot is a
 // child of the API's slot named after the caller (module!symbol+offset), symbolized once.
-SiteEntry* FindSite(ApiSlot& api, void* return_address);
-Slot SiteSlot(SiteEntry* site, ApiSlot& api, void* return_address);
+inline SiteEntry* FindSite(ApiSlot& api, void* return_address) {
+  const uint64_t key =
+      reinterpret_cast<uint64_t>(return_address) * 31 + reinterpret_cast<uint64_t>(&api);
+  return g_site_table.Find(key | 1);
+}
+[[gnu::cold, gnu::noinline]] Slot ResolveSiteSlot(SiteEntry* site, ApiSlot& api,
+                                                  void* return_address);
+inline Slot SiteSlot(SiteEntry* site, ApiSlot& api, void* return_address) {
+  if (site == nullptr) return kNoSlot;
+  const Slot s = site->slot.load(std::memory_order_acquire);
+  if (s != kUnresolved) [[likely]]
+    return s;
+  return ResolveSiteSlot(site, api, return_address);
+}
 
 // True on the 1st, (N+1)th, ... call through `site` (N = PERFTRACKER_SAMPLE_EVERY; never if 0).
-bool SampleSite(SiteEntry* site);
+inline bool SampleSite(SiteEntry* site) {
+  const uint32_t every = g_device_sample_every.load(std::memory_order_relaxed);
+  if (site == nullptr || every == 0) return false;
+  const uint32_t n = site->calls.load(std::memory_order_relaxed);
+  site->calls.store(n + 1, std::memory_order_relaxed);
+  return n % every == 0;
+}
 void SetSampleEvery(uint32_t every);
 
 // The kernel slot of host stub `func` (name from cudaFuncGetName through the real runtime).
 // kNoSlot when it cannot be named right now.
-Slot KernelSlot(const void* func);
+[[gnu::cold, gnu::noinline]] Slot ResolveKernelSlot(SiteEntry* entry, const void* func);
+inline Slot KernelSlot(const void* func) {
+  SiteEntry* e = g_kernel_table.Find(reinterpret_cast<uint64_t>(func) | 1ull << 63);
+  if (e == nullptr) return kNoSlot;
+  const Slot s = e->slot.load(std::memory_order_acquire);
+  if (s != kUnresolved) [[likely]]
+    return s;
+  return ResolveKernelSlot(e, func);
+}
 
 // The kernel slot of a kernel known by name only (CUPTI records).
 Slot KernelSlotByName(const char* name);

@@ -66,6 +66,8 @@ struct alignas(64) ThreadRing {
   Event* Claim() {
     const uint64_t h = head.load(std::memory_order_relaxed);
     if (h - cached_tail >= capacity) [[unlikely]] {
+      // The sentinel is shared by every thread that has no ring yet: never written.
+      if (capacity == 0) return nullptr;
       cached_tail = tail.load(std::memory_order_acquire);
       if (h - cached_tail >= capacity) return nullptr;
     }
@@ -97,5 +99,11 @@ struct alignas(64) ThreadRing {
     counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
   }
 };
+
+// Every thread starts on the sentinel: capacity 0, so its first Claim fails and takes the cold
+// path (recorder.cpp), which installs a real ring. The fast path never asks "initialized?".
+// Here rather than in recorder.cpp so that hooks can write their events inline.
+inline ThreadRing g_sentinel_ring;
+inline thread_local ThreadRing* t_event_ring [[gnu::tls_model("initial-exec")]] = &g_sentinel_ring;
 
 }  // namespace perftracker::preload

@@ -17,15 +17,7 @@ namespace {
 std::atomic<ThreadRing*> g_rings{nullptr};
 uint64_t g_ring_events = 1 << 16;
 std::atomic<PythonStackProvider> g_python_stack{nullptr};
-// See kEpochTag (event_ring.h). Written by iteration markers and collective launches, read by
-// every untimed native call: a line that is read far more often than written.
-alignas(64) std::atomic<uint64_t> g_epoch{0};
 std::atomic<uint32_t> g_host_sample_every{8};
-
-// Every thread starts on the sentinel: capacity 0, so its first Push fails and takes the cold
-// path, which installs a real ring. The fast path never asks "initialized?".
-ThreadRing g_sentinel;
-thread_local ThreadRing* tls_ring [[gnu::tls_model("initial-exec")]] = &g_sentinel;
 
 struct FunctionKey {
   format::FunctionKind kind;
@@ -62,7 +54,7 @@ struct RingOwner {
   ThreadRing* ring = nullptr;
   ~RingOwner() {
     if (ring != nullptr) ring->state.store(RingState::kDead, std::memory_order_release);
-    tls_ring = &g_sentinel;
+    t_event_ring = &g_sentinel_ring;
     tls_exited = true;
   }
 };
@@ -87,8 +79,8 @@ ThreadRing* AdoptOrCreateRing() {
 }
 
 [[gnu::cold, gnu::noinline]] void PushSlow(const Event& e) {
-  ThreadRing* ring = tls_ring;
-  if (ring != &g_sentinel) {  // a real ring that is full
+  ThreadRing* ring = t_event_ring;
+  if (ring != &g_sentinel_ring) {  // a real ring that is full
     ThreadRing::Bump(ring->dropped, 1);
     return;
   }
@@ -101,12 +93,12 @@ ThreadRing* AdoptOrCreateRing() {
     thread_local RingOwner owner;
     owner.ring = ring;
   }
-  tls_ring = ring;
+  t_event_ring = ring;
   ring->Push(e);
 }
 
 inline void Push(const Event& e) {
-  if (!tls_ring->Push(e)) [[unlikely]]
+  if (!t_event_ring->Push(e)) [[unlikely]]
     PushSlow(e);
 }
 
@@ -204,35 +196,7 @@ void RecordCall(Slot slot, uint64_t end_ns, uint64_t duration_ns, uint64_t self_
   Push(Event{slot, EventType::kCall, {}, end_ns, duration_ns, self_ns, wait_ns, bytes});
 }
 
-void RecordNativeCall(Slot api, Slot site, Slot extra, Slot python, bool timed, bool blocking,
-                      uint64_t end_ns, uint64_t duration_ns, uint64_t bytes) {
-  if (api == kNoSlot) return;
-  const uint8_t flags =
-      static_cast<uint8_t>((timed ? kNativeTimed : 0) | (blocking ? kNativeBlocking : 0));
-  const uint64_t t = timed ? end_ns : kEpochTag | g_epoch.load(std::memory_order_relaxed);
-  ThreadRing* ring = tls_ring;
-  Event* e = ring->Claim();
-  if (e == nullptr) [[unlikely]] {
-    PushSlow(Event{api,
-                   EventType::kNativeCall,
-                   {flags, 0, 0},
-                   t,
-                   uint64_t{site} | uint64_t{extra} << 32,
-                   timed ? duration_ns : 0,
-                   python,
-                   bytes});
-    return;
-  }
-  e->slot = api;
-  e->type = EventType::kNativeCall;
-  e->flags[0] = flags;
-  e->t = t;
-  e->a = uint64_t{site} | uint64_t{extra} << 32;
-  e->b = timed ? duration_ns : 0;
-  e->c = python;
-  e->d = bytes;
-  ring->Commit();
-}
+void PushEventSlow(const Event& e) { PushSlow(e); }
 
 bool ReloadHostSample() {
   // xorshift64 per thread, seeded from the thread's own address: threads do not sample in step.
@@ -258,7 +222,7 @@ void RecordDeviceTime(Slot slot, uint64_t device_ns) {
 
 void RecordCollectiveLaunch(Slot collective, uint64_t seq, uint64_t launch_ns, uint64_t host_ns) {
   if (collective == kNoSlot) return;
-  const uint64_t epoch = g_epoch.fetch_add(1, std::memory_order_relaxed) + 1;
+  const uint64_t epoch = g_event_epoch.fetch_add(1, std::memory_order_relaxed) + 1;
   Push(Event{collective, EventType::kCollLaunch, {}, launch_ns, seq, host_ns, epoch, 0});
 }
 
@@ -268,13 +232,13 @@ void RecordCollectiveDone(Slot collective, uint64_t seq, uint64_t device_ns) {
 }
 
 void MarkIteration(uint64_t end_ns) {
-  const uint64_t epoch = g_epoch.fetch_add(1, std::memory_order_relaxed) + 1;
+  const uint64_t epoch = g_event_epoch.fetch_add(1, std::memory_order_relaxed) + 1;
   Push(Event{0, EventType::kIteration, {}, end_ns, epoch, 0, 0, 0});
 }
 
 void RecordHookOverhead(uint64_t ns, uint64_t calls) {
-  ThreadRing* ring = tls_ring;
-  if (ring == &g_sentinel) return;
+  ThreadRing* ring = t_event_ring;
+  if (ring == &g_sentinel_ring) return;
   ThreadRing::Bump(ring->hook_ns, ns);
   ThreadRing::Bump(ring->hook_calls, calls);
 }

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "preload/event_ring.h"
 #include "schemas/format/window.h"
 
 namespace perftracker::preload {
@@ -67,8 +68,10 @@ void RecordCall(Slot slot, uint64_t end_ns, uint64_t duration_ns, uint64_t self_
 // duration_ns; the others are counted and their time is estimated from the timed ones of the
 // same function. Blocking calls are always timed (their wait is the point). `python` is the
 // Python function that made the call (CurrentPythonSlot()), kNoSlot outside Python.
-void RecordNativeCall(Slot api, Slot site, Slot extra, Slot python, bool timed, bool blocking,
-                      uint64_t end_ns, uint64_t duration_ns, uint64_t bytes = 0);
+// Inline, written in place into the thread's ring: the hottest path of the library.
+inline void RecordNativeCall(Slot api, Slot site, Slot extra, Slot python, bool timed,
+                             bool blocking, uint64_t end_ns, uint64_t duration_ns,
+                             uint64_t bytes = 0);
 
 // True for the calls whose host time this thread measures: 1 in PERFTRACKER_HOST_SAMPLE_EVERY
 // on average, at random intervals so that no periodic call pattern is always or never timed.
@@ -120,5 +123,49 @@ void AddFlushCallback(FlushCallback callback);
 // Drains every ring and writes the partial window and the live slot now. Called by the exit
 // paths (Python atexit, C atexit, SIGTERM); safe to call more than once and from any thread.
 void Flush();
+
+}  // namespace perftracker::preload
+
+namespace perftracker::preload {
+
+// ---- inline hot path ----------------------------------------------------------------------
+
+// See kEpochTag (event_ring.h). Written by iteration markers and collective launches, read by
+// every untimed native call: a line that is read far more often than written.
+alignas(64) inline std::atomic<uint64_t> g_event_epoch{0};
+
+// A full ring (counted as dropped) or a thread's first event (installs its ring). Cold.
+[[gnu::cold, gnu::noinline]] void PushEventSlow(const Event& e);
+
+inline void RecordNativeCall(Slot api, Slot site, Slot extra, Slot python, bool timed,
+                             bool blocking, uint64_t end_ns, uint64_t duration_ns, uint64_t bytes) {
+  if (api == kNoSlot) return;
+  const auto flags =
+      static_cast<uint8_t>((timed ? kNativeTimed : 0) | (blocking ? kNativeBlocking : 0));
+  const uint64_t t = timed ? end_ns : kEpochTag | g_event_epoch.load(std::memory_order_relaxed);
+  const uint64_t slots = uint64_t{site} | uint64_t{extra} << 32;
+  ThreadRing* ring = t_event_ring;
+  Event* e = ring->Claim();
+  if (e == nullptr) [[unlikely]] {
+    PushEventSlow(Event{api,
+                        EventType::kNativeCall,
+                        {flags, 0, 0},
+                        t,
+                        slots,
+                        timed ? duration_ns : 0,
+                        python,
+                        bytes});
+    return;
+  }
+  e->slot = api;
+  e->type = EventType::kNativeCall;
+  e->flags[0] = flags;
+  e->t = t;
+  e->a = slots;
+  e->b = timed ? duration_ns : 0;
+  e->c = python;
+  e->d = bytes;
+  ring->Commit();
+}
 
 }  // namespace perftracker::preload

@@ -70,31 +70,6 @@ ApiSlot g_api_free_async{"cudaFreeAsync", Kind::kAlloc};
 
 [[gnu::constructor]] void ResolveMemory() { ResolveAll(g_real, std::size(g_real)); }
 
-ApiSlot& ByKind(ApiSlot (&slots)[5], cudaMemcpyKind kind) {
-  const auto i = static_cast<unsigned>(kind);
-  return slots[i < 5 ? i : 4];
-}
-
-// A call with no device work of its own to time: copies that block, allocations.
-template <typename Call>
-cudaError_t Untimed(ApiSlot& api, void* ret, uint64_t bytes, bool blocking, Call call) {
-  CudaCall record(api, ret, /*device_timed=*/false, nullptr,
-                  blocking ? HostTiming::kBlocking : HostTiming::kAlways);
-  const cudaError_t rc = call();
-  record.Finish(rc == cudaSuccess, kNoSlot, kNoSlot, bytes);
-  return rc;
-}
-
-// Stream work whose device time is sampled onto the API slot itself.
-template <typename Call>
-cudaError_t Timed(ApiSlot& api, void* ret, cudaStream_t stream, uint64_t bytes, Call call) {
-  const bool timed = !g_cupti_timing.load(std::memory_order_relaxed);
-  CudaCall record(api, ret, timed, stream);
-  const cudaError_t rc = call();
-  record.Finish(rc == cudaSuccess, kNoSlot, api.Get(), bytes);
-  return rc;
-}
-
 }  // namespace
 }  // namespace perftracker::preload
 
@@ -104,8 +79,8 @@ PERFTRACKER_HOOK cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cu
   const auto real = g_real[kMemcpy].Get<MemcpyFn>();
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
   if (!Tracing()) return real(dst, src, n, kind);
-  return Untimed(ByKind(g_api_memcpy, kind), __builtin_return_address(0), n, /*blocking=*/true,
-                 [&] { return real(dst, src, n, kind); });
+  return HostWork(ByKind(g_api_memcpy, kind), __builtin_return_address(0), n, /*blocking=*/true,
+                  [&] { return real(dst, src, n, kind); });
 }
 
 PERFTRACKER_HOOK cudaError_t cudaMemcpy_ptds(void* dst, const void* src, size_t n,
@@ -113,8 +88,8 @@ PERFTRACKER_HOOK cudaError_t cudaMemcpy_ptds(void* dst, const void* src, size_t 
   const auto real = g_real[kMemcpyPtds].Get<MemcpyFn>();
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
   if (!Tracing()) return real(dst, src, n, kind);
-  return Untimed(ByKind(g_api_memcpy, kind), __builtin_return_address(0), n, /*blocking=*/true,
-                 [&] { return real(dst, src, n, kind); });
+  return HostWork(ByKind(g_api_memcpy, kind), __builtin_return_address(0), n, /*blocking=*/true,
+                  [&] { return real(dst, src, n, kind); });
 }
 
 PERFTRACKER_HOOK cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n,
@@ -122,8 +97,8 @@ PERFTRACKER_HOOK cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t 
   const auto real = g_real[kMemcpyAsync].Get<MemcpyAsyncFn>();
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
   if (!Tracing()) return real(dst, src, n, kind, stream);
-  return Timed(ByKind(g_api_memcpy_async, kind), __builtin_return_address(0), stream, n,
-               [&] { return real(dst, src, n, kind, stream); });
+  return StreamWork(ByKind(g_api_memcpy_async, kind), __builtin_return_address(0), stream, n,
+                    [&] { return real(dst, src, n, kind, stream); });
 }
 
 PERFTRACKER_HOOK cudaError_t cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t n,
@@ -131,32 +106,32 @@ PERFTRACKER_HOOK cudaError_t cudaMemcpyAsync_ptsz(void* dst, const void* src, si
   const auto real = g_real[kMemcpyAsyncPtsz].Get<MemcpyAsyncFn>();
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
   if (!Tracing()) return real(dst, src, n, kind, stream);
-  return Timed(ByKind(g_api_memcpy_async, kind), __builtin_return_address(0), PerThread(stream), n,
-               [&] { return real(dst, src, n, kind, stream); });
+  return StreamWork(ByKind(g_api_memcpy_async, kind), __builtin_return_address(0),
+                    PerThread(stream), n, [&] { return real(dst, src, n, kind, stream); });
 }
 
 PERFTRACKER_HOOK cudaError_t cudaMemset(void* dst, int value, size_t n) {
   const auto real = g_real[kMemset].Get<MemsetFn>();
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
   if (!Tracing()) return real(dst, value, n);
-  return Untimed(g_api_memset, __builtin_return_address(0), n, /*blocking=*/false,
-                 [&] { return real(dst, value, n); });
+  return HostWork(g_api_memset, __builtin_return_address(0), n, /*blocking=*/false,
+                  [&] { return real(dst, value, n); });
 }
 
 PERFTRACKER_HOOK cudaError_t cudaMemset_ptds(void* dst, int value, size_t n) {
   const auto real = g_real[kMemsetPtds].Get<MemsetFn>();
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
   if (!Tracing()) return real(dst, value, n);
-  return Untimed(g_api_memset, __builtin_return_address(0), n, /*blocking=*/false,
-                 [&] { return real(dst, value, n); });
+  return HostWork(g_api_memset, __builtin_return_address(0), n, /*blocking=*/false,
+                  [&] { return real(dst, value, n); });
 }
 
 PERFTRACKER_HOOK cudaError_t cudaMemsetAsync(void* dst, int value, size_t n, cudaStream_t stream) {
   const auto real = g_real[kMemsetAsync].Get<MemsetAsyncFn>();
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
   if (!Tracing()) return real(dst, value, n, stream);
-  return Timed(g_api_memset_async, __builtin_return_address(0), stream, n,
-               [&] { return real(dst, value, n, stream); });
+  return StreamWork(g_api_memset_async, __builtin_return_address(0), stream, n,
+                    [&] { return real(dst, value, n, stream); });
 }
 
 PERFTRACKER_HOOK cudaError_t cudaMemsetAsync_ptsz(void* dst, int value, size_t n,
@@ -164,15 +139,16 @@ PERFTRACKER_HOOK cudaError_t cudaMemsetAsync_ptsz(void* dst, int value, size_t n
   const auto real = g_real[kMemsetAsyncPtsz].Get<MemsetAsyncFn>();
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
   if (!Tracing()) return real(dst, value, n, stream);
-  return Timed(g_api_memset_async, __builtin_return_address(0), PerThread(stream), n,
-               [&] { return real(dst, value, n, stream); });
+  return StreamWork(g_api_memset_async, __builtin_return_address(0), PerThread(stream), n,
+                    [&] { return real(dst, value, n, stream); });
 }
 
 PERFTRACKER_HOOK cudaError_t cudaMalloc(void** ptr, size_t n) {
   const auto real = g_real[kMalloc].Get<decltype(&cudaMalloc)>();
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
   if (!Tracing()) return real(ptr, n);
-  return Untimed(g_api_malloc, __builtin_return_address(0), n, false, [&] { return real(ptr, n); });
+  return HostWork(g_api_malloc, __builtin_return_address(0), n, false,
+                  [&] { return real(ptr, n); });
 }
 
 PERFTRACKER_HOOK cudaError_t cudaFree(void* ptr) {
@@ -180,68 +156,68 @@ PERFTRACKER_HOOK cudaError_t cudaFree(void* ptr) {
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
   if (!Tracing()) return real(ptr);
   // cudaFree synchronizes the device: its time is waiting.
-  return Untimed(g_api_free, __builtin_return_address(0), 0, true, [&] { return real(ptr); });
+  return HostWork(g_api_free, __builtin_return_address(0), 0, true, [&] { return real(ptr); });
 }
 
 PERFTRACKER_HOOK cudaError_t cudaMallocHost(void** ptr, size_t n) {
   const auto real = g_real[kMallocHost].Get<decltype(&cudaMallocHost)>();
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
   if (!Tracing()) return real(ptr, n);
-  return Untimed(g_api_malloc_host, __builtin_return_address(0), n, false,
-                 [&] { return real(ptr, n); });
+  return HostWork(g_api_malloc_host, __builtin_return_address(0), n, false,
+                  [&] { return real(ptr, n); });
 }
 
 PERFTRACKER_HOOK cudaError_t cudaHostAlloc(void** ptr, size_t n, unsigned int flags) {
   const auto real = g_real[kHostAlloc].Get<decltype(&cudaHostAlloc)>();
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
   if (!Tracing()) return real(ptr, n, flags);
-  return Untimed(g_api_host_alloc, __builtin_return_address(0), n, false,
-                 [&] { return real(ptr, n, flags); });
+  return HostWork(g_api_host_alloc, __builtin_return_address(0), n, false,
+                  [&] { return real(ptr, n, flags); });
 }
 
 PERFTRACKER_HOOK cudaError_t cudaFreeHost(void* ptr) {
   const auto real = g_real[kFreeHost].Get<decltype(&cudaFreeHost)>();
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
   if (!Tracing()) return real(ptr);
-  return Untimed(g_api_free_host, __builtin_return_address(0), 0, true, [&] { return real(ptr); });
+  return HostWork(g_api_free_host, __builtin_return_address(0), 0, true, [&] { return real(ptr); });
 }
 
 PERFTRACKER_HOOK cudaError_t cudaMallocManaged(void** ptr, size_t n, unsigned int flags) {
   const auto real = g_real[kMallocManaged].Get<decltype(&cudaMallocManaged)>();
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
   if (!Tracing()) return real(ptr, n, flags);
-  return Untimed(g_api_malloc_managed, __builtin_return_address(0), n, false,
-                 [&] { return real(ptr, n, flags); });
+  return HostWork(g_api_malloc_managed, __builtin_return_address(0), n, false,
+                  [&] { return real(ptr, n, flags); });
 }
 
 PERFTRACKER_HOOK cudaError_t cudaMallocAsync(void** ptr, size_t n, cudaStream_t stream) {
   const auto real = g_real[kMallocAsync].Get<AllocAsyncFn>();
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
   if (!Tracing()) return real(ptr, n, stream);
-  return Untimed(g_api_malloc_async, __builtin_return_address(0), n, false,
-                 [&] { return real(ptr, n, stream); });
+  return HostWork(g_api_malloc_async, __builtin_return_address(0), n, false,
+                  [&] { return real(ptr, n, stream); });
 }
 
 PERFTRACKER_HOOK cudaError_t cudaMallocAsync_ptsz(void** ptr, size_t n, cudaStream_t stream) {
   const auto real = g_real[kMallocAsyncPtsz].Get<AllocAsyncFn>();
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
   if (!Tracing()) return real(ptr, n, stream);
-  return Untimed(g_api_malloc_async, __builtin_return_address(0), n, false,
-                 [&] { return real(ptr, n, stream); });
+  return HostWork(g_api_malloc_async, __builtin_return_address(0), n, false,
+                  [&] { return real(ptr, n, stream); });
 }
 
 PERFTRACKER_HOOK cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
   const auto real = g_real[kFreeAsync].Get<FreeAsyncFn>();
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
   if (!Tracing()) return real(ptr, stream);
-  return Untimed(g_api_free_async, __builtin_return_address(0), 0, false,
-                 [&] { return real(ptr, stream); });
+  return HostWork(g_api_free_async, __builtin_return_address(0), 0, false,
+                  [&] { return real(ptr, stream); });
 }
 
 PERFTRACKER_HOOK cudaError_t cudaFreeAsync_ptsz(void* ptr, cudaStream_t stream) {
   const auto real = g_real[kFreeAsyncPtsz].Get<FreeAsyncFn>();
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
   if (!Tracing()) return real(ptr, stream);
-  return Untimed(g_api_free_async, __builtin_return_address(0), 0, false,
-                 [&] { return real(ptr, stream); });
+  return HostWork(g_api_free_async, __builtin_return_address(0), 0, false,
+                  [&] { return real(ptr, stream); });
 }

@@ -62,6 +62,13 @@ TEST_CASE("every runtime call of a program is counted exactly", "[preload][cuda]
   CHECK(s.top.at("cudaMalloc").count == 1);
   CHECK(s.top.at("cudaFree").count == 1);
   CHECK(s.top.at("cudaStreamSynchronize").wait_ns > 0);
+  CHECK(s.top.at("cudaEventRecord").count == 6);
+  CHECK(s.top.at("cudaMemcpy2DAsync HtoD").count == 3);
+  CHECK(s.top.at("cudaMemcpy2DAsync HtoD").bytes == 3 * 64 * 32);
+  CHECK(s.top.at("cudaMemcpy2D HtoD").count == 2);
+  CHECK(s.top.at("cudaMemcpy2D HtoD").wait_ns > 0);
+  CHECK(s.top.at("cudaMemcpy3DAsync DtoD").count == 2);
+  CHECK(s.top.at("cudaMemcpy3DAsync DtoD").bytes == 2 * 64 * 16 * 2);
   // Call sites: children of the API function, named after the calling module and function.
   uint64_t site_launches = 0;
   bool named = false;
@@ -112,7 +119,9 @@ TEST_CASE("the real CUDA libraries see the same return codes through the hooks",
   std::string plain, hooked;
   REQUIRE(Run({PT_REAL_WORKLOAD}, {{"RANK", "\x01"}}, 60, &plain) == 0);
   REQUIRE(Run({PT_REAL_WORKLOAD},
-              {{"LD_PRELOAD", PT_LIBRARY}, {"RANK", "0"}, {"PERFTRACKER_DIR", out},
+              {{"LD_PRELOAD", PT_LIBRARY},
+               {"RANK", "0"},
+               {"PERFTRACKER_DIR", out},
                {"PERFTRACKER_SAMPLE_EVERY", "1"}},
               60, &hooked) == 0);
   INFO(plain);

@@ -147,8 +147,8 @@ TEST_CASE("a hang leaves the stuck sequence number in the live slot after SIGKIL
   constexpr int kRanks = 4;
   const std::string out = MakeTempDir(), counters = MakeTempDir();
   // Rank 2 stops before its 6th NCCL op (seq 5): the others launch seq 5 and wait in it.
-  const auto pids = StartRanks(kRanks, 40, out, counters,
-                               {{"SIMGPU_HANG", "2:5"}, {"WORKLOAD_NO_P2P", "1"}});
+  const auto pids =
+      StartRanks(kRanks, 40, out, counters, {{"SIMGPU_HANG", "2:5"}, {"WORKLOAD_NO_P2P", "1"}});
   std::this_thread::sleep_for(std::chrono::seconds(5));  // the live slot refreshes every second
   for (int pid : pids) kill(pid, SIGKILL);
   CHECK_FALSE(WaitAll(pids, 10));
@@ -182,8 +182,8 @@ TEST_CASE("sim_train on 8 ranks counts every launch and copy and sync and collec
                    {"CALL_COUNTER_DIR", counters},
                    {"SIM_TRAIN_ID_EXCHANGE", "file"},
                    {"SIM_TRAIN_ID_DIR", counters}};
-  REQUIRE(Run({"/usr/bin/python3", "-m", "torch.distributed.run", "--nnodes", "1",
-               "--rdzv_backend", "c10d", "--rdzv_endpoint", "localhost:" + std::to_string(FreePort()),
+  REQUIRE(Run({"/usr/bin/python3", "-m", "torch.distributed.run", "--nnodes", "1", "--rdzv_backend",
+               "c10d", "--rdzv_endpoint", "localhost:" + std::to_string(FreePort()),
                "--nproc_per_node", std::to_string(kRanks), "--redirects", "1", "--tee", "1",
                sim_dir + "/sim_train.py", "--iters", "20"},
               env, 300) == 0);
@@ -212,5 +212,16 @@ TEST_CASE("sim_train on 8 ranks counts every launch and copy and sync and collec
     if (r == 0) all_reduce_last = ar->last_seq_launched;
     CHECK(ar->last_seq_launched == all_reduce_last);
     CHECK(ar->comm_size == kRanks);
+    // The Python context of native calls: launches made under sim_train's Python code are
+    // attributed to the Python function that made them.
+    uint64_t from_python = 0;
+    bool train_code = false;
+    for (const auto& [name, t] : s.py_native) {
+      if (!s.kernels.contains(name.substr(name.rfind(" > ") + 3))) continue;
+      from_python += t.count;
+      train_code |= name.find("sim_train") != std::string::npos;
+    }
+    CHECK(from_python * 10 >= uint64_t(truth.at("cudaLaunchKernel")) * 9);
+    CHECK(train_code);
   }
 }

@@ -53,6 +53,9 @@ void Add(Totals& t, const format::FunctionPattern& f) {
 void AddWindow(const format::Window& w, RankSummary& s) {
   for (const format::FunctionPattern& f : w.functions) {
     if (f.kind == format::FunctionKind::kKernel) Add(s.kernels[f.name], f);
+    if (f.kind == format::FunctionKind::kPyNative && f.parent >= 0) {
+      Add(s.py_native[w.functions[static_cast<size_t>(f.parent)].name + " > " + f.name], f);
+    }
     Add(f.parent < 0 ? s.top[f.name] : s.children[f.name], f);
   }
   for (const format::CollectivePattern& c : w.collectives) {

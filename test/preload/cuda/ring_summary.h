@@ -35,6 +35,7 @@ struct RankSummary {
   std::map<std::string, Totals> top;        // functions without a parent, by name
   std::map<std::string, Totals> children;   // call sites, by name
   std::map<std::string, Totals> kernels;    // kind kernel, by name
+  std::map<std::string, Totals> py_native;  // kind PyNative: "python function > native target"
   std::map<std::pair<uint64_t, std::string>, CollectiveTotals> collectives;  // (comm, name)
   std::optional<format::LiveState> live;
   // Sum of `top` counts over names starting with `prefix`.

@@ -18,34 +18,63 @@
 
 namespace {
 
-#define CHECK_CUDA(call)                                                        \
-  do {                                                                          \
-    const cudaError_t rc_ = (call);                                             \
-    if (rc_ != cudaSuccess) {                                                   \
+#define CHECK_CUDA(call)                                                               \
+  do {                                                                                 \
+    const cudaError_t rc_ = (call);                                                    \
+    if (rc_ != cudaSuccess) {                                                          \
       std::fprintf(stderr, "workload: %s failed: %d\n", #call, static_cast<int>(rc_)); \
-      std::exit(3);                                                             \
-    }                                                                           \
+      std::exit(3);                                                                    \
+    }                                                                                  \
   } while (0)
-#define CHECK_NCCL(call)                                                        \
-  do {                                                                          \
-    const ncclResult_t rc_ = (call);                                            \
-    if (rc_ != ncclSuccess) {                                                   \
+#define CHECK_NCCL(call)                                                               \
+  do {                                                                                 \
+    const ncclResult_t rc_ = (call);                                                   \
+    if (rc_ != ncclSuccess) {                                                          \
       std::fprintf(stderr, "workload: %s failed: %d\n", #call, static_cast<int>(rc_)); \
-      std::exit(4);                                                             \
-    }                                                                           \
+      std::exit(4);                                                                    \
+    }                                                                                  \
   } while (0)
 
 // The counts cuda_hooks_test.cpp expects (keep in step with kExpected there).
 constexpr int kGemm = 100, kElementwise = 50, kCaptured = 20, kGraphLaunches = 2;
 constexpr int kH2D = 10, kD2H = 5, kMemsets = 7, kSyncCopies = 3, kStreamSyncs = 4;
 constexpr int kDeviceSyncs = 2, kWaits = 6;
-constexpr int64_t kGemmNs = 2'002'000;  // 2 us + 500 waves of 4 us: the host never starves the stream
+constexpr int kCopies2D = 3, kSyncCopies2D = 2, kCopies3D = 2;  // pitched: 64 x 32 (x 2) bytes
+constexpr int64_t kGemmNs =
+    2'002'000;  // 2 us + 500 waves of 4 us: the host never starves the stream
 constexpr int64_t kElementwiseNs = 402'000;
 
 // Not inlined: one call site for every launch, so sampling counts are predictable.
 [[gnu::noinline]] void Launch(const void* kernel, int64_t ns, cudaStream_t s) {
   CHECK_CUDA(cudaLaunchKernel(kernel, simgpu_test::GridForNs(ns), dim3(simgpu_test::kThreads),
                               nullptr, 0, s));
+}
+
+// 64-byte rows out of 128-byte pitched rows, 2D and 3D; the bytes must land where they belong.
+bool PitchedCopies(void* dev, void* host, cudaStream_t s) {
+  auto* h = static_cast<unsigned char*>(host);
+  for (int i = 0; i < 8192; ++i) h[i] = static_cast<unsigned char>(i * 7);
+  for (int i = 0; i < kCopies2D; ++i) {
+    CHECK_CUDA(cudaMemcpy2DAsync(dev, 64, host, 128, 64, 32, cudaMemcpyHostToDevice, s));
+  }
+  for (int i = 0; i < kSyncCopies2D; ++i) {
+    CHECK_CUDA(cudaMemcpy2D(dev, 64, host, 128, 64, 32, cudaMemcpyHostToDevice));
+  }
+  auto* d = static_cast<unsigned char*>(dev);
+  cudaMemcpy3DParms p{};
+  p.srcPtr = make_cudaPitchedPtr(d, 64, 64, 32);
+  p.dstPtr = make_cudaPitchedPtr(d + 4096, 64, 64, 16);
+  p.extent = make_cudaExtent(64, 16, 2);
+  p.kind = cudaMemcpyDeviceToDevice;
+  for (int i = 0; i < kCopies3D; ++i) CHECK_CUDA(cudaMemcpy3DAsync(&p, s));
+  CHECK_CUDA(cudaStreamSynchronize(s));
+  // Row 5 of the 2D copy came from host row 5 (pitch 128); slice 1 row 3 of the 3D copy from
+  // device row 16 + 3 (the source box has 32 rows a slice).
+  for (int x = 0; x < 64; ++x) {
+    if (d[5 * 64 + x] != h[5 * 128 + x]) return false;
+    if (d[4096 + (16 + 3) * 64 + x] != d[(32 + 3) * 64 + x]) return false;
+  }
+  return true;
 }
 
 int Runtime() {
@@ -61,12 +90,17 @@ int Runtime() {
   // times are exactly the modelled ones however slowly this (loaded) host enqueues.
   auto gate = std::make_unique<simgpu_test::Gate>(s);
   for (int i = 0; i < kGemm; ++i) Launch(simgpu_test::GemmKernel(), kGemmNs, s);
-  for (int i = 0; i < kElementwise; ++i) Launch(simgpu_test::ElementwiseKernel(), kElementwiseNs, s);
-  for (int i = 0; i < kH2D; ++i) CHECK_CUDA(cudaMemcpyAsync(dev, host, 4096, cudaMemcpyHostToDevice, s));
-  for (int i = 0; i < kD2H; ++i) CHECK_CUDA(cudaMemcpyAsync(host, dev, 4096, cudaMemcpyDeviceToHost, s));
+  for (int i = 0; i < kElementwise; ++i)
+    Launch(simgpu_test::ElementwiseKernel(), kElementwiseNs, s);
+  for (int i = 0; i < kH2D; ++i)
+    CHECK_CUDA(cudaMemcpyAsync(dev, host, 4096, cudaMemcpyHostToDevice, s));
+  for (int i = 0; i < kD2H; ++i)
+    CHECK_CUDA(cudaMemcpyAsync(host, dev, 4096, cudaMemcpyDeviceToHost, s));
   for (int i = 0; i < kMemsets; ++i) CHECK_CUDA(cudaMemsetAsync(dev, 0, 4096, s));
   gate->Open();
-  for (int i = 0; i < kSyncCopies; ++i) CHECK_CUDA(cudaMemcpy(dev, host, 4096, cudaMemcpyHostToDevice));
+  for (int i = 0; i < kSyncCopies; ++i)
+    CHECK_CUDA(cudaMemcpy(dev, host, 4096, cudaMemcpyHostToDevice));
+  if (!PitchedCopies(dev, host, s)) return 6;
   cudaEvent_t ev;
   CHECK_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
   for (int i = 0; i < kWaits; ++i) {

@@ -103,18 +103,9 @@ void Stream::Run(const WorkRef& item) {
   int64_t end = item->spec.exec ? item->spec.exec(ready) : ready + Duration(*item);
   if (item->spec.effect) item->spec.effect();
   tail_end_ns_ = std::max(tail_end_ns_, end);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    item->start_ns = ready;
-    item->end_ns = end;
-    item->done = true;
-    item->deps.clear();  // break chains of items keeping each other alive
-    item->spec.exec = nullptr;
-    item->spec.effect = nullptr;
-    queue_.pop_front();
-  }
-  done_cv_.notify_all();
-  // NCCL work shows up as the kernel that real NCCL would have launched.
+  // NCCL work shows up as the kernel that real NCCL would have launched. Recorded before the
+  // item is marked done: a flush after a synchronization must see every record of the work it
+  // waited for, as with real CUPTI.
   WorkKind activity_kind = item->spec.kind == WorkKind::kComm ? WorkKind::kKernel : item->spec.kind;
   if (item->spec.kind != WorkKind::kMarker && ActivityEnabled(activity_kind)) {
     ActivityRecord record;
@@ -128,6 +119,17 @@ void Stream::Run(const WorkRef& item) {
     record.copy = item->spec.copy;
     RecordActivity(record);
   }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    item->start_ns = ready;
+    item->end_ns = end;
+    item->done = true;
+    item->deps.clear();  // break chains of items keeping each other alive
+    item->spec.exec = nullptr;
+    item->spec.effect = nullptr;
+    queue_.pop_front();
+  }
+  done_cv_.notify_all();
 }
 
 }  // namespace simgpu

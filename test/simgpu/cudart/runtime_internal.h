@@ -15,6 +15,11 @@ cudaError_t LaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* user_data
 cudaError_t Memcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind, bool per_thread);
 cudaError_t MemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
                         cudaStream_t stream, bool per_thread);
+cudaError_t Memcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                     size_t height, cudaMemcpyKind kind, cudaStream_t stream, bool async,
+                     bool per_thread);
+cudaError_t Memcpy3D(const cudaMemcpy3DParms* params, cudaStream_t stream, bool async,
+                     bool per_thread);
 cudaError_t Memset(void* dst, int value, size_t count, bool per_thread);
 cudaError_t MemsetAsync(void* dst, int value, size_t count, cudaStream_t stream, bool per_thread);
 

@@ -57,6 +57,55 @@ cudaError_t CopySpec(void* dst, const void* src, size_t count, cudaMemcpyKind ki
   return cudaSuccess;
 }
 
+// A pitched copy of `rows` rows of `width` bytes: row r of a box starts at base + offset(r).
+// Timed like one contiguous copy of width x rows bytes (the model has no pitch penalty).
+struct Pitched {
+  char* dst;
+  const char* src;
+  size_t dpitch, spitch, width, height, depth;
+  size_t dslice, sslice;  // bytes between 2D slices of a 3D box
+};
+
+cudaError_t PitchedSpec(const Pitched& p, cudaMemcpyKind kind, WorkSpec* spec) {
+  const size_t bytes = p.width * p.height * p.depth;
+  if (bytes > 0 && (!p.dst || !p.src)) return Fail(cudaErrorInvalidValue);
+  if (p.width > p.dpitch || p.width > p.spitch) return Fail(cudaErrorInvalidPitchValue);
+  if (!ResolveDirection(kind, p.dst, p.src, &spec->copy.dir)) {
+    return Fail(cudaErrorInvalidMemcpyDirection);
+  }
+  spec->kind = WorkKind::kMemcpy;
+  spec->copy.bytes = bytes;
+  spec->duration_ns = CopyDurationNs(spec->copy);
+  spec->effect = [p] {
+    for (size_t z = 0; z < p.depth; ++z) {
+      for (size_t y = 0; y < p.height; ++y) {
+        std::memmove(p.dst + z * p.dslice + y * p.dpitch, p.src + z * p.sslice + y * p.spitch,
+                     p.width);
+      }
+    }
+  };
+  return cudaSuccess;
+}
+
+// Linear memory only: copies from or to CUDA arrays are not modelled.
+bool Pitched3D(const cudaMemcpy3DParms* p, Pitched* out) {
+  if (p == nullptr || p->srcArray != nullptr || p->dstArray != nullptr) return false;
+  const cudaPitchedPtr& s = p->srcPtr;
+  const cudaPitchedPtr& d = p->dstPtr;
+  const size_t sslice = s.pitch * s.ysize, dslice = d.pitch * d.ysize;
+  *out = Pitched{
+      static_cast<char*>(d.ptr) + p->dstPos.z * dslice + p->dstPos.y * d.pitch + p->dstPos.x,
+      static_cast<const char*>(s.ptr) + p->srcPos.z * sslice + p->srcPos.y * s.pitch + p->srcPos.x,
+      d.pitch,
+      s.pitch,
+      p->extent.width,
+      p->extent.height,
+      p->extent.depth,
+      dslice,
+      sslice};
+  return true;
+}
+
 cudaError_t SetSpec(void* dst, int value, size_t count, WorkSpec* spec) {
   if (count > 0 && !dst) return Fail(cudaErrorInvalidValue);
   spec->kind = WorkKind::kMemset;
@@ -88,6 +137,36 @@ cudaError_t Memcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind
   WorkRef item;
   EnqueueTransfer(std::move(spec), nullptr, per_thread, &item);
   return Wait(item);  // synchronous with respect to the host, like the real call
+}
+
+cudaError_t Memcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                     size_t height, cudaMemcpyKind kind, cudaStream_t stream, bool async,
+                     bool per_thread) {
+  WorkSpec spec;
+  const Pitched p{static_cast<char*>(dst),
+                  static_cast<const char*>(src),
+                  dpitch,
+                  spitch,
+                  width,
+                  height,
+                  1,
+                  0,
+                  0};
+  if (cudaError_t e = PitchedSpec(p, kind, &spec); e != cudaSuccess) return e;
+  WorkRef item;
+  EnqueueTransfer(std::move(spec), async ? stream : nullptr, per_thread, &item);
+  return async ? cudaSuccess : Wait(item);
+}
+
+cudaError_t Memcpy3D(const cudaMemcpy3DParms* params, cudaStream_t stream, bool async,
+                     bool per_thread) {
+  Pitched p;
+  if (!Pitched3D(params, &p)) return Fail(cudaErrorInvalidValue);
+  WorkSpec spec;
+  if (cudaError_t e = PitchedSpec(p, params->kind, &spec); e != cudaSuccess) return e;
+  WorkRef item;
+  EnqueueTransfer(std::move(spec), async ? stream : nullptr, per_thread, &item);
+  return async ? cudaSuccess : Wait(item);
 }
 
 cudaError_t MemsetAsync(void* dst, int value, size_t count, cudaStream_t stream, bool per_thread) {
@@ -162,6 +241,25 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, enum cudaMemcpy
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaMemcpyKind kind,
                             cudaStream_t stream) {
   return sc::MemcpyAsync(dst, src, count, kind, stream, false);
+}
+
+cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                         size_t height, enum cudaMemcpyKind kind) {
+  return sc::Memcpy2D(dst, dpitch, src, spitch, width, height, kind, nullptr, false, false);
+}
+
+cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch,
+                              size_t width, size_t height, enum cudaMemcpyKind kind,
+                              cudaStream_t stream) {
+  return sc::Memcpy2D(dst, dpitch, src, spitch, width, height, kind, stream, true, false);
+}
+
+cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms* p) {
+  return sc::Memcpy3D(p, nullptr, false, false);
+}
+
+cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms* p, cudaStream_t stream) {
+  return sc::Memcpy3D(p, stream, true, false);
 }
 
 cudaError_t cudaMemset(void* dst, int value, size_t count) {

@@ -37,6 +37,25 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, enum cudaM
   return sc::MemcpyAsync(dst, src, count, kind, stream, true);
 }
 
+cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                         size_t height, enum cudaMemcpyKind kind) {
+  return sc::Memcpy2D(dst, dpitch, src, spitch, width, height, kind, nullptr, false, true);
+}
+
+cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch,
+                              size_t width, size_t height, enum cudaMemcpyKind kind,
+                              cudaStream_t stream) {
+  return sc::Memcpy2D(dst, dpitch, src, spitch, width, height, kind, stream, true, true);
+}
+
+cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms* p) {
+  return sc::Memcpy3D(p, nullptr, false, true);
+}
+
+cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms* p, cudaStream_t stream) {
+  return sc::Memcpy3D(p, stream, true, true);
+}
+
 cudaError_t cudaMemset(void* dst, int value, size_t count) {
   return sc::Memset(dst, value, count, true);
 }

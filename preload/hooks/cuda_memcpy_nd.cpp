@@ -1,0 +1,135 @@
+// CUDA runtime hooks: pitched 2D and 3D copies (image-like tensors, padded layouts, some
+// all-to-all packing). Like the 1D family: per API and direction, synchronous forms count as
+// wait, asynchronous ones get sampled device time on their own slot. Bytes are the bytes moved
+// (width x height [x depth]), not the pitched footprint.
+#include "preload/cuda_hook.h"
+
+namespace perftracker::preload {
+namespace {
+
+using Kind = format::FunctionKind;
+using Copy2DFn = cudaError_t (*)(void*, size_t, const void*, size_t, size_t, size_t,
+                                 cudaMemcpyKind);
+using Copy2DAsyncFn = cudaError_t (*)(void*, size_t, const void*, size_t, size_t, size_t,
+                                      cudaMemcpyKind, cudaStream_t);
+using Copy3DFn = cudaError_t (*)(const cudaMemcpy3DParms*);
+using Copy3DAsyncFn = cudaError_t (*)(const cudaMemcpy3DParms*, cudaStream_t);
+
+RealSymbol g_real[] = {
+    {"cudaMemcpy2D", Library::kCudart},      {"cudaMemcpy2D_ptds", Library::kCudart},
+    {"cudaMemcpy2DAsync", Library::kCudart}, {"cudaMemcpy2DAsync_ptsz", Library::kCudart},
+    {"cudaMemcpy3D", Library::kCudart},      {"cudaMemcpy3D_ptds", Library::kCudart},
+    {"cudaMemcpy3DAsync", Library::kCudart}, {"cudaMemcpy3DAsync_ptsz", Library::kCudart},
+};
+enum Real { k2D, k2DPtds, k2DAsync, k2DAsyncPtsz, k3D, k3DPtds, k3DAsync, k3DAsyncPtsz };
+
+ApiSlot g_api_2d[] = {{"cudaMemcpy2D HtoH", Kind::kMemcpy},
+                      {"cudaMemcpy2D HtoD", Kind::kMemcpy},
+                      {"cudaMemcpy2D DtoH", Kind::kMemcpy},
+                      {"cudaMemcpy2D DtoD", Kind::kMemcpy},
+                      {"cudaMemcpy2D Default", Kind::kMemcpy}};
+ApiSlot g_api_2d_async[] = {{"cudaMemcpy2DAsync HtoH", Kind::kMemcpy},
+                            {"cudaMemcpy2DAsync HtoD", Kind::kMemcpy},
+                            {"cudaMemcpy2DAsync DtoH", Kind::kMemcpy},
+                            {"cudaMemcpy2DAsync DtoD", Kind::kMemcpy},
+                            {"cudaMemcpy2DAsync Default", Kind::kMemcpy}};
+ApiSlot g_api_3d[] = {{"cudaMemcpy3D HtoH", Kind::kMemcpy},
+                      {"cudaMemcpy3D HtoD", Kind::kMemcpy},
+                      {"cudaMemcpy3D DtoH", Kind::kMemcpy},
+                      {"cudaMemcpy3D DtoD", Kind::kMemcpy},
+                      {"cudaMemcpy3D Default", Kind::kMemcpy}};
+ApiSlot g_api_3d_async[] = {{"cudaMemcpy3DAsync HtoH", Kind::kMemcpy},
+                            {"cudaMemcpy3DAsync HtoD", Kind::kMemcpy},
+                            {"cudaMemcpy3DAsync DtoH", Kind::kMemcpy},
+                            {"cudaMemcpy3DAsync DtoD", Kind::kMemcpy},
+                            {"cudaMemcpy3DAsync Default", Kind::kMemcpy}};
+
+[[gnu::constructor]] void ResolveCopyNd() { ResolveAll(g_real, std::size(g_real)); }
+
+// For array copies the extent's width counts elements, not bytes: the count is then a lower
+// bound, still alike on every rank that makes the same copy.
+uint64_t Bytes3D(const cudaMemcpy3DParms* p) {
+  return uint64_t{p->extent.width} * std::max<size_t>(p->extent.height, 1) *
+         std::max<size_t>(p->extent.depth, 1);
+}
+
+}  // namespace
+}  // namespace perftracker::preload
+
+using namespace perftracker::preload;  // NOLINT: the hooks are extern "C" at global scope
+
+PERFTRACKER_HOOK cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch,
+                                          size_t width, size_t height, cudaMemcpyKind kind) {
+  const auto real = g_real[k2D].Get<Copy2DFn>();
+  if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
+  if (!Tracing()) return real(dst, dpitch, src, spitch, width, height, kind);
+  return HostWork(ByKind(g_api_2d, kind), __builtin_return_address(0), uint64_t{width} * height,
+                  /*blocking=*/true,
+                  [&] { return real(dst, dpitch, src, spitch, width, height, kind); });
+}
+
+PERFTRACKER_HOOK cudaError_t cudaMemcpy2D_ptds(void* dst, size_t dpitch, const void* src,
+                                               size_t spitch, size_t width, size_t height,
+                                               cudaMemcpyKind kind) {
+  const auto real = g_real[k2DPtds].Get<Copy2DFn>();
+  if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
+  if (!Tracing()) return real(dst, dpitch, src, spitch, width, height, kind);
+  return HostWork(ByKind(g_api_2d, kind), __builtin_return_address(0), uint64_t{width} * height,
+                  /*blocking=*/true,
+                  [&] { return real(dst, dpitch, src, spitch, width, height, kind); });
+}
+
+PERFTRACKER_HOOK cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src,
+                                               size_t spitch, size_t width, size_t height,
+                                               cudaMemcpyKind kind, cudaStream_t stream) {
+  const auto real = g_real[k2DAsync].Get<Copy2DAsyncFn>();
+  if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
+  if (!Tracing()) return real(dst, dpitch, src, spitch, width, height, kind, stream);
+  return StreamWork(ByKind(g_api_2d_async, kind), __builtin_return_address(0), stream,
+                    uint64_t{width} * height,
+                    [&] { return real(dst, dpitch, src, spitch, width, height, kind, stream); });
+}
+
+PERFTRACKER_HOOK cudaError_t cudaMemcpy2DAsync_ptsz(void* dst, size_t dpitch, const void* src,
+                                                    size_t spitch, size_t width, size_t height,
+                                                    cudaMemcpyKind kind, cudaStream_t stream) {
+  const auto real = g_real[k2DAsyncPtsz].Get<Copy2DAsyncFn>();
+  if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
+  if (!Tracing()) return real(dst, dpitch, src, spitch, width, height, kind, stream);
+  return StreamWork(ByKind(g_api_2d_async, kind), __builtin_return_address(0), PerThread(stream),
+                    uint64_t{width} * height,
+                    [&] { return real(dst, dpitch, src, spitch, width, height, kind, stream); });
+}
+
+PERFTRACKER_HOOK cudaError_t cudaMemcpy3D(const cudaMemcpy3DParms* p) {
+  const auto real = g_real[k3D].Get<Copy3DFn>();
+  if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
+  if (!Tracing() || p == nullptr) return real(p);
+  return HostWork(ByKind(g_api_3d, p->kind), __builtin_return_address(0), Bytes3D(p),
+                  /*blocking=*/true, [&] { return real(p); });
+}
+
+PERFTRACKER_HOOK cudaError_t cudaMemcpy3D_ptds(const cudaMemcpy3DParms* p) {
+  const auto real = g_real[k3DPtds].Get<Copy3DFn>();
+  if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
+  if (!Tracing() || p == nullptr) return real(p);
+  return HostWork(ByKind(g_api_3d, p->kind), __builtin_return_address(0), Bytes3D(p),
+                  /*blocking=*/true, [&] { return real(p); });
+}
+
+PERFTRACKER_HOOK cudaError_t cudaMemcpy3DAsync(const cudaMemcpy3DParms* p, cudaStream_t stream) {
+  const auto real = g_real[k3DAsync].Get<Copy3DAsyncFn>();
+  if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
+  if (!Tracing() || p == nullptr) return real(p, stream);
+  return StreamWork(ByKind(g_api_3d_async, p->kind), __builtin_return_address(0), stream,
+                    Bytes3D(p), [&] { return real(p, stream); });
+}
+
+PERFTRACKER_HOOK cudaError_t cudaMemcpy3DAsync_ptsz(const cudaMemcpy3DParms* p,
+                                                    cudaStream_t stream) {
+  const auto real = g_real[k3DAsyncPtsz].Get<Copy3DAsyncFn>();
+  if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
+  if (!Tracing() || p == nullptr) return real(p, stream);
+  return StreamWork(ByKind(g_api_3d_async, p->kind), __builtin_return_address(0), PerThread(stream),
+                    Bytes3D(p), [&] { return real(p, stream); });
+}
