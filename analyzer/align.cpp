@@ -38,6 +38,7 @@ void AddFunctions(const format::Window& w, const std::vector<uint32_t>& index, S
     s.device_ns += static_cast<float>(p.device_ns);
     s.device_samples += static_cast<float>(p.device_samples);
     s.count += static_cast<float>(p.count);
+    s.bytes += static_cast<float>(p.bytes);
     s.sampling_var += static_cast<float>(SamplingVariance(p));
   }
 }

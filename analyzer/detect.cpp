@@ -143,8 +143,31 @@ Finding FromTally(const Tally& t, const Frame& f, size_t member_rank_index) {
 }
 
 // The functions of an aggregate's kind that add most to a rank's excess.
-Json TopContributors(const Frame& f, const std::vector<std::vector<double>>& excess, size_t member,
-                     Aggregate agg) {
+// Achieved TFLOP/s of a GEMM pattern on one rank (index into the dataset): its operations per call
+// over its mean device time per sampled call, pooled over every slot. 0 without a device sample or
+// an operation count (a library that records no operations, or a pattern that is not a GEMM).
+double AchievedTflops(const Frame& f, size_t member, size_t fn) {
+  double ops = 0, count = 0, device_ns = 0, samples = 0;
+  for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {
+    const Slot* s = SlotAt(f, member, k);
+    if (s == nullptr || fn >= s->functions.size()) continue;
+    const FunctionSum& x = s->functions[fn];
+    ops += x.bytes;
+    count += x.count;
+    device_ns += x.device_ns;
+    samples += x.device_samples;
+  }
+  if (ops <= 0 || count <= 0 || device_ns <= 0 || samples <= 0) return 0;
+  return (ops / count) / (device_ns / samples) * 1e-3;  // ops/ns = GFLOP/s
+}
+
+bool IsGemm(const FunctionInfo& info) {
+  return info.kind == FunctionKind::kKernel && info.name.rfind("cublas", 0) == 0;
+}
+
+// `member`: the rank's index in group `g` (excess is kept per member).
+Json TopContributors(const Frame& f, const PeerGroup& g,
+                     const std::vector<std::vector<double>>& excess, size_t member, Aggregate agg) {
   const auto& fns = f.ds->catalog.functions();
   std::vector<std::pair<double, size_t>> ranked;
   for (size_t fn = 0; fn < fns.size(); ++fn) {
@@ -157,8 +180,21 @@ Json TopContributors(const Frame& f, const std::vector<std::vector<double>>& exc
   });
   Json top = Json::array();
   for (size_t i = 0; i < std::min<size_t>(3, ranked.size()); ++i) {
-    top.push_back(
-        {{"function", fns[ranked[i].second].name}, {"excess_s_per_iter", ranked[i].first * 1e-9}});
+    const size_t fn = ranked[i].second;
+    Json entry = {{"function", fns[fn].name}, {"excess_s_per_iter", ranked[i].first * 1e-9}};
+    if (IsGemm(fns[fn])) {
+      // Like for like: the same shape class on the rank's peers.
+      std::vector<double> peers;
+      for (size_t peer = 0; peer < g.members.size(); ++peer) {
+        if (peer == member) continue;
+        if (const double t = AchievedTflops(f, g.members[peer], fn); t > 0) peers.push_back(t);
+      }
+      if (const double t = AchievedTflops(f, g.members[member], fn); t > 0 && !peers.empty()) {
+        entry["achieved_tflops"] = t;
+        entry["peer_tflops"] = Median(peers);
+      }
+    }
+    top.push_back(std::move(entry));
   }
   return top;
 }
@@ -351,7 +387,7 @@ std::vector<Finding> DetectDifferential(const Frame& f) {
       const size_t before = out.size();
       const auto members = DetectMetric(f, static_cast<int>(gi), -1, agg, &excess, &out);
       for (size_t i = 0; i < members.size(); ++i) {
-        out[before + i].extra["top_functions"] = TopContributors(f, excess, members[i], agg);
+        out[before + i].extra["top_functions"] = TopContributors(f, g, excess, members[i], agg);
       }
     }
   }

@@ -24,6 +24,7 @@ void MergeVectors(std::vector<T>* into, const std::vector<T>& from) {
       a.total_ns += b.total_ns;
       a.device_ns += b.device_ns;
       a.device_samples += b.device_samples;
+      a.bytes += b.bytes;
       a.sampling_var += b.sampling_var;
     } else {
       a.device_ns += b.device_ns;

@@ -79,6 +79,7 @@ struct FunctionSum {
   float total_ns = 0;        // including the functions it called
   float device_ns = 0;       // of the sampled launches only
   float device_samples = 0;  // how many launches were timed
+  float bytes = 0;           // bytes moved; floating-point operations for GEMM patterns (FORMAT.md)
   // Variance (ns^2) of self_ns from timing only a sample of the calls and scaling the sample's
   // time to all of them; 0 when every call was timed (align.cpp: SamplingVariance).
   float sampling_var = 0;

@@ -126,7 +126,12 @@ void Candidates(const Report& rep, size_t top, std::ostream& out) {
     if (c.evidence.contains("top_functions") && !c.evidence["top_functions"].empty()) {
       const Json& t = c.evidence["top_functions"][0];
       out << "      largest part: " << Clean(t.value("function", std::string()), 60) << " (+"
-          << FormatSeconds(t.value("excess_s_per_iter", 0.0)) << ")\n";
+          << FormatSeconds(t.value("excess_s_per_iter", 0.0));
+      if (t.contains("achieved_tflops")) {
+        out << Printf(", %.3g TFLOP/s", t.value("achieved_tflops", 0.0))
+            << Printf(" vs peers %.3g", t.value("peer_tflops", 0.0));
+      }
+      out << ")\n";
     }
   }
 }

@@ -1,7 +1,9 @@
 // The shape shared by every cuBLAS / cuBLASLt hook: guard -> pattern -> timestamp -> real call
-// -> record. Per call: host time under the GEMM's shape-class pattern (preload/driver_blas.h);
-// 1 in PERFTRACKER_SAMPLE_EVERY calls per class is bracketed with the runtime tier's pooled
-// timing events on the call's stream for its device time.
+// -> record. Per call: host time under the GEMM's shape-class pattern (preload/driver_blas.h),
+// and its exact floating-point operations in the pattern's work column (`bytes`), so that the
+// analyzer can tell achieved TFLOP/s; 1 in PERFTRACKER_SAMPLE_EVERY calls per class is
+// bracketed with the runtime tier's pooled timing events on the call's stream for its device
+// time.
 //
 // Hot path: no locks, no allocation, no syscalls beyond the vDSO clock.
 #pragma once
@@ -46,7 +48,7 @@ cublasStatus_t RecordGemm(const GemmShape& shape, cudaStream_t stream, Call call
       TimerCancel(timer);
     }
   }
-  if (rc == CUBLAS_STATUS_SUCCESS) RecordCall(slot, end, end - start, end - start);
+  if (rc == CUBLAS_STATUS_SUCCESS) RecordCall(slot, end, end - start, end - start, 0, Flops(shape));
   return rc;
 }
 

@@ -45,6 +45,16 @@ def hang_frames_ok(report, e):
                for f in frames)
 
 
+def gemm_ok(c, e):
+    """A throttled GPU shows in the achieved TFLOP/s of its GEMMs, like for like with its peers."""
+    if not e.gemm_tflops_below:
+        return True
+    parts = c.get("evidence", {}).get("top_functions", [])
+    return any(p.get("peer_tflops", 0) > 0 and
+               p.get("achieved_tflops", 0) <= e.gemm_tflops_below * p["peer_tflops"]
+               for p in parts)
+
+
 def judge(s, report, everything):
     """(passed, summary): the verdict on the reported candidates, scores from all of them."""
     cands = report["candidates"]
@@ -55,7 +65,8 @@ def judge(s, report, everything):
                    f"best below threshold {describe(top)}"
     true = next((c for c in everything["candidates"] if matches(c, s.expect)), None)
     runner = next((c for c in everything["candidates"] if c is not true), None)
-    ok = bool(cands) and matches(cands[0], s.expect) and hang_frames_ok(report, s.expect)
+    ok = bool(cands) and matches(cands[0], s.expect) and hang_frames_ok(report, s.expect) and \
+        gemm_ok(cands[0], s.expect)
     first = "" if ok else f"; first {describe(cands[0] if cands else None)}"
     return ok, f"true cause {describe(true)}; runner-up {describe(runner)}{first}"
 

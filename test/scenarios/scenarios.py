@@ -15,6 +15,8 @@ class Expect:
     function: str = ""  # regex the first candidate's function must match
     source: str = ""  # evidence source, when the detector matters (expected_range)
     hang: str = ""  # "communication" / "non_communication"
+    # > 0: a GEMM among the verdict's parts runs at most this fraction of its peers' TFLOP/s
+    gemm_tflops_below: float = 0
 
 
 @dataclass
@@ -41,7 +43,8 @@ ALL8 = list(range(8))
 SCENARIOS = [
     Scenario("gpu_throttled", "one throttled GPU: kernels x1.3 on rank 3", "sim_train", 8, DP,
              {"SIMGPU_COMPUTE_SLOWDOWN": "3=1.3"},
-             Expect("gpu_compute", [3], r"kernel|gemm|flash|nccl"), ci=True),
+             Expect("gpu_compute", [3], r"kernel|gemm|flash|nccl", gemm_tflops_below=0.9),
+             ci=True),
     # Pipeline stages on different nodes: activations cross the network, where NCCL's proxy
     # (and its profiler plugin) sees every link; intra-node NVLink has no proxy events.
     Scenario("bad_link", "one bad network link between ranks 2 and 6 (2 nodes of 4): x0.3",

@@ -5,6 +5,7 @@
 //  - an unknown driver version turns the tier off with one warning, nothing else changes;
 //  - sim_train: every GEMM and every NCCL kernel counted exactly; a slowed GPU shows in its GEMMs.
 #include <catch2/catch.hpp>
+#include <cstring>
 #include <sstream>
 #include <string>
 
@@ -43,6 +44,16 @@ uint64_t SumPrefix(const std::map<std::string, pt::Totals>& m, const std::string
     if (name.rfind(prefix, 0) == 0) sum += t.*field;
   }
   return sum;
+}
+
+// 2*m*n*k*batch of a GEMM pattern's name ("cublasGemmEx ... m=2048 n=8192 k=2048 [batch=4]").
+// The name holds the shape class; for power-of-two dimensions that is the exact shape.
+uint64_t FlopsOfName(const std::string& name) {
+  auto dim = [&](const char* key) -> uint64_t {
+    const size_t at = name.find(key);
+    return at == std::string::npos ? 1 : std::stoull(name.substr(at + std::strlen(key)));
+  };
+  return 2 * dim(" m=") * dim(" n=") * dim(" k=") * dim(" batch=");
 }
 
 }  // namespace
@@ -155,6 +166,12 @@ TEST_CASE("sim_train: every GEMM and NCCL kernel counted, a slow GPU shows", "[d
     CHECK(SumPrefix(r->kernels, "cublasGemmEx ", &pt::Totals::count) == gemms);
     CHECK(SumPrefix(r->kernels, "sm90_xmma_gemm_", &pt::Totals::count) == gemms);
     CHECK(SumPrefix(r->kernels, "cublasGemmEx ", &pt::Totals::device_samples) >= gemms / 2);
+    // Every call's floating-point operations, exactly (the analyzer's achieved TFLOP/s).
+    for (const auto& [name, t] : r->kernels) {
+      if (name.rfind("cublasGemmEx ", 0) != 0) continue;
+      INFO(name);
+      CHECK(t.bytes == t.count * FlopsOfName(name));
+    }
     uint64_t collectives = 0;
     for (const auto& [key, c] : r->collectives) collectives += c.count;
     REQUIRE(collectives > 0);
