@@ -55,7 +55,8 @@ int DumpCommand(std::span<const std::string> args, std::ostream& out, std::ostre
                         {"seq_gaps", s.seq_gaps},
                         {"duplicates", s.duplicates},
                         {"truncated", s.truncated},
-                        {"live_valid", s.live_valid}};
+                        {"live_valid", s.live_valid},
+                        {"record_bytes", s.record_bytes}};
   out << Line(summary) << "\n";
   return kExitOk;
 }

@@ -91,6 +91,7 @@ class RingWriter {
 // Damage found while reading; reported, never fatal.
 struct RingStats {
   uint64_t records_valid = 0;
+  uint64_t record_bytes = 0;     // on disk, of the valid records: frames, payloads, padding
   uint64_t records_corrupt = 0;  // a complete frame whose payload failed a check
   uint64_t seq_gaps = 0;         // sequence numbers missing between the oldest and newest record
   uint64_t duplicates = 0;       // frames repeating a sequence number already accepted

@@ -165,6 +165,7 @@ void RingReader::ForEachRecord(const RecordVisitor& visit) {
     if (last_seq) stats.seq_gaps += r.seq - *last_seq - 1;
     last_seq = r.seq;
     ++stats.records_valid;
+    stats.record_bytes += AlignRecord(sizeof r.frame + r.frame.payload_size);
     if (visit && !visit(r.seq, raw)) break;
   }
   frames_.clear();

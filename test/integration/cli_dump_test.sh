@@ -12,9 +12,14 @@ expect_eq "$(sed -n 2p "$scratch/out.jsonl" | grep -o '"type":"live","valid":tru
 expect_eq "$(grep -c '"type":"window"' "$scratch/out.jsonl")" 5 "window lines"
 expect_eq "$(tail -1 "$scratch/out.jsonl" | grep -o '"records_read":5,"records_skipped":0')" \
   '"records_read":5,"records_skipped":0' "summary"
-# Every line is one JSON document.
-/usr/bin/python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$scratch/out.jsonl" ||
-  fail "dump output is not JSON lines"
+# Every line is one JSON document; the records' bytes on disk are whole 8-byte-aligned frames
+# (5 frames of 32 bytes at least) inside the record region.
+/usr/bin/python3 -c '
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+n, cap = lines[-1]["record_bytes"], lines[0]["data_capacity"]
+sys.exit(0 if n % 8 == 0 and 5 * 32 < n <= cap else f"record_bytes {n} of {cap}")' \
+  "$scratch/out.jsonl" || fail "dump output is not JSON lines with a sound record_bytes"
 
 # Garbage, a missing file, a directory, no argument: exit 2 and exactly one line on stderr.
 head -c 100000 /dev/urandom >"$scratch/garbage.ptr"

@@ -1,8 +1,11 @@
 // Added cost of one hooked cudaLaunchKernel over the un-hooked call (target: <= 25 ns,
-// research/interception.md §7). Runs itself under LD_PRELOAD=libperftracker.so (re-executing if
-// needed) against bench_stub_cudart, whose launch returns at once:
-//   BM_LaunchDirect  the stub called through its own address (no hook)
-//   BM_LaunchHooked  the exported cudaLaunchKernel: our hook, then the stub
+// research/interception.md §7), and of one hooked collective (target: <= 5 us). Runs itself
+// under LD_PRELOAD=libperftracker.so (re-executing if needed) against bench_stub_cudart and
+// bench_stub_nccl, whose calls return at once:
+//   BM_LaunchDirect     the stub called through its own address (no hook)
+//   BM_LaunchHooked     the exported cudaLaunchKernel: our hook, then the stub
+//   BM_AllReduceDirect  ncclAllReduce of the stub, through its own address
+//   BM_AllReduceHooked  the exported ncclAllReduce: sequence number, communicator, event pair
 // The difference is the hook's cost. PERFTRACKER_SAMPLE_EVERY picks the device sampling rate
 // (the re-exec sets 0 unless given: timing events are a separate, sampled cost);
 // PERFTRACKER_HOST_SAMPLE_EVERY the host timing rate (1: every call timed, the slow path;
@@ -10,6 +13,7 @@
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <nccl.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -51,6 +55,50 @@ void BM_LaunchHooked(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_LaunchHooked);
+
+using AllReduceFn = ncclResult_t (*)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t,
+                                     ncclComm_t, cudaStream_t);
+
+// One communicator for both: created through the hooked init, as a job creates it.
+ncclComm_t Comm() {
+  static ncclComm_t comm = [] {
+    ncclUniqueId id;
+    ncclGetUniqueId(&id);
+    ncclComm_t c = nullptr;
+    ncclCommInitRank(&c, 1, id, 0);
+    return c;
+  }();
+  return comm;
+}
+
+float g_buffer[256];
+
+void BM_AllReduceDirect(benchmark::State& state) {
+  void* stub = dlopen(PT_BENCH_NCCL_STUB, RTLD_NOW | RTLD_NOLOAD);
+  auto direct = reinterpret_cast<AllReduceFn>(dlsym(stub, "ncclAllReduce"));
+  ncclComm_t comm = Comm();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(direct(g_buffer, g_buffer, 256, ncclFloat32, ncclSum, comm, nullptr));
+  }
+}
+BENCHMARK(BM_AllReduceDirect);
+
+// In bursts that fit the event buffer, like BM_LaunchHooked (each collective is two events).
+void BM_AllReduceHooked(benchmark::State& state) {
+  ncclComm_t comm = Comm();
+  int64_t in_burst = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(
+        ncclAllReduce(g_buffer, g_buffer, 256, ncclFloat32, ncclSum, comm, nullptr));
+    if (++in_burst == 4096) {
+      state.PauseTiming();
+      usleep(6000);
+      state.ResumeTiming();
+      in_burst = 0;
+    }
+  }
+}
+BENCHMARK(BM_AllReduceHooked);
 
 }  // namespace
 
