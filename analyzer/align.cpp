@@ -133,12 +133,20 @@ void FoldWindow(const format::Window& w, Catalog* catalog, RankData* rank,
   slot->iter_begin = std::min(slot->iter_begin, w.iter_begin);
   slot->iter_end = std::max(slot->iter_end, std::max(w.iter_end, w.iter_begin));
   ++slot->windows;
-  // A window without iteration marks still covers iter_end - iter_begin iterations.
-  const uint64_t covered = w.iter_end > w.iter_begin ? w.iter_end - w.iter_begin : 1;
+  // A window without iteration marks still covers iter_end - iter_begin iterations; in a job
+  // whose iterations are never recognized, its duration is one. But once iterations have begun,
+  // a window that made no progress covers none: inside a long iteration, the window where that
+  // iteration ends has the same key and carries its whole duration; after the last one it is
+  // the job's shutdown (final synchronization, barrier), which is no iteration at all.
+  const bool stalled = w.iterations.count == 0 && w.iter_end == w.iter_begin && w.iter_begin > 0;
+  const uint64_t covered = w.iter_end > w.iter_begin ? w.iter_end - w.iter_begin : !stalled;
   slot->iterations += static_cast<double>(w.iterations.count > 0 ? w.iterations.count : covered);
-  slot->iteration_ns += static_cast<double>(
-      w.iterations.count > 0 ? w.iterations.total_ns
-                             : w.end_mono_ns - std::min(w.end_mono_ns, w.start_mono_ns));
+  if (w.iterations.count > 0) {
+    slot->iteration_ns += static_cast<double>(w.iterations.total_ns);
+  } else if (covered > 0) {
+    slot->iteration_ns +=
+        static_cast<double>(w.end_mono_ns - std::min(w.end_mono_ns, w.start_mono_ns));
+  }
   AddFunctions(w, *fn_index, slot);
   AddCollectives(w, *coll_index, slot);
   rank->iteration_hist.Merge(w.iterations.duration);

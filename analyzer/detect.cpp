@@ -356,7 +356,9 @@ Frame MakeFrame(const Dataset& ds, const std::vector<PeerGroup>& groups, const T
     std::vector<const Slot*> slots;
     std::vector<std::array<double, 6>> aggs, vars;
     for (const uint64_t key : ds.slot_keys) {
+      // A slot that covers no iteration has no per-iteration values to compare: absent.
       const Slot* s = r.FindSlot(key);
+      if (s != nullptr && s->iterations <= 0) s = nullptr;
       slots.push_back(s);
       std::array<double, 6> var{};
       aggs.push_back(s ? Aggregates(ds, f.summed_in, *s, &var) : std::array<double, 6>{});

@@ -226,3 +226,27 @@ TEST_CASE("a GC pause is the collector's, not the Python function's that trigger
 }
 
 }  // namespace perftracker::testing
+
+namespace perftracker::testing {
+
+// After the last step every rank synchronizes, meets the others at a barrier and tears down: a
+// window with no iteration in it, whose time is all waiting. It is no slow iteration.
+TEST_CASE("the shutdown after the last iteration is not a slowdown", "[analyzer][noise]") {
+  JobSpec spec = Job();
+  spec.edit = [](int, format::Window* w) {
+    if (w->iter_begin != uint64_t{kWindows - 1} * static_cast<uint64_t>(SmallShape().iterations))
+      return;
+    w->iter_end = w->iter_begin;
+    w->iterations = format::IterationStats{};
+    for (format::FunctionPattern& f : w->functions) {
+      f.total_ns *= 20;
+      f.self_ns *= 20;
+      f.wait_ns = f.total_ns;
+    }
+  };
+  const Json j = Analyze(spec);
+  INFO(j["candidates"].dump(2));
+  CHECK(j["candidates"].empty());
+}
+
+}  // namespace perftracker::testing

@@ -1,8 +1,9 @@
 // The ground truth for the CUDA/NCCL hook tests: a second LD_PRELOAD library, listed after
 // libperftracker.so, so perftracker's hooks forward to it and it forwards to the real library.
 // It counts every call the application made and, separately, every cudaEventRecord issued on a
-// capturing stream (which perftracker must never do). Counts go to $CALL_COUNTER_DIR/rank-<RANK>.txt (pid-<pid>.txt without RANK)
-// at exit, one "name count" line each.
+// capturing stream (which perftracker must never do). Counts go to
+// $CALL_COUNTER_DIR/rank-<RANK>.txt (pid-<pid>.txt without RANK) at exit, one "name count" line
+// each.
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <nccl.h>
@@ -15,15 +16,36 @@
 namespace {
 
 enum Counter {
-  kLaunchKernel, kMemcpy, kMemcpyAsync, kMemsetAsync, kStreamSync, kDeviceSync, kEventSync,
-  kStreamWaitEvent, kGraphLaunch, kAllReduce, kAllGather, kSend, kRecv, kEventRecordCapturing,
+  kLaunchKernel,
+  kMemcpy,
+  kMemcpyAsync,
+  kMemsetAsync,
+  kStreamSync,
+  kDeviceSync,
+  kEventSync,
+  kStreamWaitEvent,
+  kGraphLaunch,
+  kAllReduce,
+  kAllGather,
+  kSend,
+  kRecv,
+  kEventRecordCapturing,
   kCount
 };
-const char* const kNames[kCount] = {
-    "cudaLaunchKernel", "cudaMemcpy", "cudaMemcpyAsync", "cudaMemsetAsync",
-    "cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize",
-    "cudaStreamWaitEvent", "cudaGraphLaunch", "ncclAllReduce", "ncclAllGather", "ncclSend",
-    "ncclRecv", "event_record_on_capturing_stream"};
+const char* const kNames[kCount] = {"cudaLaunchKernel",
+                                    "cudaMemcpy",
+                                    "cudaMemcpyAsync",
+                                    "cudaMemsetAsync",
+                                    "cudaStreamSynchronize",
+                                    "cudaDeviceSynchronize",
+                                    "cudaEventSynchronize",
+                                    "cudaStreamWaitEvent",
+                                    "cudaGraphLaunch",
+                                    "ncclAllReduce",
+                                    "ncclAllGather",
+                                    "ncclSend",
+                                    "ncclRecv",
+                                    "event_record_on_capturing_stream"};
 std::atomic<long> g_counts[kCount];
 
 // RTLD_NEXT, else the library loaded in a local scope (a Python extension's dependency).

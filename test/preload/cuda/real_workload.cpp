@@ -18,8 +18,8 @@ int Real() {
   std::printf("cudaMemcpy %d\n", cudaMemcpy(&count, &count, 4, cudaMemcpyHostToHost));
   std::printf("cudaMemcpyAsync %d\n", cudaMemcpyAsync(&count, &count, 4, cudaMemcpyDefault, 0));
   std::printf("cudaMemsetAsync %d\n", cudaMemsetAsync(nullptr, 0, 4, 0));
-  std::printf("cudaLaunchKernel %d\n",
-              cudaLaunchKernel(reinterpret_cast<const void*>(&Real), dim3(1), dim3(1), nullptr, 0, 0));
+  std::printf("cudaLaunchKernel %d\n", cudaLaunchKernel(reinterpret_cast<const void*>(&Real),
+                                                        dim3(1), dim3(1), nullptr, 0, 0));
   std::printf("cudaStreamSynchronize %d\n", cudaStreamSynchronize(0));
   std::printf("cudaDeviceSynchronize %d\n", cudaDeviceSynchronize());
   std::printf("cudaGetLastError %d\n", cudaGetLastError());
@@ -28,7 +28,8 @@ int Real() {
   std::printf("ncclGetVersion %d %d\n", version_rc, version);
   ncclUniqueId id;
   std::printf("ncclGetUniqueId %d\n", ncclGetUniqueId(&id));
-  std::printf("ncclAllReduce %d\n", ncclAllReduce(nullptr, nullptr, 1, ncclFloat, ncclSum, nullptr, 0));
+  std::printf("ncclAllReduce %d\n",
+              ncclAllReduce(nullptr, nullptr, 1, ncclFloat, ncclSum, nullptr, 0));
   std::printf("ncclGroupStart %d\n", ncclGroupStart());
   std::printf("ncclGroupEnd %d\n", ncclGroupEnd());
   std::printf("ncclCommDestroy %d\n", ncclCommDestroy(nullptr));

@@ -51,6 +51,8 @@ void Add(Totals& t, const format::FunctionPattern& f) {
 }
 
 void AddWindow(const format::Window& w, RankSummary& s) {
+  ++s.windows;
+  s.dropped += w.health.dropped_events;
   for (const format::FunctionPattern& f : w.functions) {
     if (f.kind == format::FunctionKind::kKernel) Add(s.kernels[f.name], f);
     if (f.kind == format::FunctionKind::kPyNative && f.parent >= 0) {
@@ -89,9 +91,14 @@ RankSummary ReadRank(const std::string& dir, int rank) {
     s.live = reader.contents().live;
     reader.ForEachRecord([&](uint64_t, std::span<const uint8_t> bytes) {
       format::Window w;
-      if (format::DecodeWindow(bytes, &w)) AddWindow(w, s);
+      if (format::DecodeWindow(bytes, &w)) {
+        AddWindow(w, s);
+      } else {
+        ++s.records_skipped;
+      }
       return true;
     });
+    s.records_skipped += reader.contents().stats.records_corrupt;
   }
   return s;
 }

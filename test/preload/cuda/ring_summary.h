@@ -38,6 +38,9 @@ struct RankSummary {
   std::map<std::string, Totals> py_native;  // kind PyNative: "python function > native target"
   std::map<std::pair<uint64_t, std::string>, CollectiveTotals> collectives;  // (comm, name)
   std::optional<format::LiveState> live;
+  uint64_t windows = 0;
+  uint64_t dropped = 0;          // events dropped by full per-thread buffers (health)
+  uint64_t records_skipped = 0;  // damaged or undecodable records
   // Sum of `top` counts over names starting with `prefix`.
   uint64_t CountPrefix(const std::string& prefix) const;
   uint64_t CollectiveCount(const std::string& name) const;
