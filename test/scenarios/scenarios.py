@@ -49,7 +49,7 @@ SCENARIOS = [
     # (and its profiler plugin) sees every link; intra-node NVLink has no proxy events.
     Scenario("bad_link", "one bad network link between ranks 2 and 6 (2 nodes of 4): x0.3",
              "sim_train", 8, PP, {"SIMGPU_LINK_FACTOR": "2-6=0.3"},
-             Expect("communication_link", [2, 6], r"link"), nodes=2),
+             Expect("communication_link", [2, 6], r"link"), nodes=2, ci=True),
     Scenario("bad_node_links", "every link of node 1 (ranks 4-7 of 16) x0.3", "sim_train", 16,
              PP, {"SIMGPU_LINK_FACTOR": "n1=0.3"},
              Expect("communication_link", [4, 5, 6, 7], r"node"), nodes=4),
@@ -79,7 +79,7 @@ SCENARIOS = [
              {"SIMGPU_STALL": "2:40"},
              Expect("hang", ALL8, r"all_reduce", hang="communication"), hang=True),
     Scenario("pipeline_clean", "pipeline parallel, 2 unequal stages on 2 nodes, no fault",
-             "sim_train", 8, PP, {}, None, nodes=2),
+             "sim_train", 8, PP, {}, None, nodes=2, ci=True),
     # Out of the CI subset while the data loader's expected range (<= 1% of the step) can read
     # a loaded 2-core host as a problem: DataLoader.__next__ takes 1-3% of this small step there
     # (one run in eight scored 0.011), though the host waits ~75 ms a step for the device anyway.
