@@ -145,6 +145,17 @@ class CudaCall {
   int32_t timer_ = kNoTimer;
 };
 
+// One slot per copy direction of API `api` (a string literal), in cudaMemcpyKind order, for
+// ByKind: e.g. `ApiSlot g_slots[] = PERFTRACKER_COPY_SLOTS("cudaMemcpy");`.
+// clang-format off
+#define PERFTRACKER_COPY_SLOTS(api)                     \
+  {{api " HtoH", format::FunctionKind::kMemcpy},        \
+   {api " HtoD", format::FunctionKind::kMemcpy},        \
+   {api " DtoH", format::FunctionKind::kMemcpy},        \
+   {api " DtoD", format::FunctionKind::kMemcpy},        \
+   {api " Default", format::FunctionKind::kMemcpy}}
+// clang-format on
+
 // The slot of a copy in `slots`, one per cudaMemcpyKind (0..4; anything else as Default): the
 // analyzer compares HtoD with HtoD.
 inline ApiSlot& ByKind(ApiSlot (&slots)[5], cudaMemcpyKind kind) {

@@ -7,7 +7,6 @@
 namespace perftracker::preload {
 namespace {
 
-using Kind = format::FunctionKind;
 using Copy2DFn = cudaError_t (*)(void*, size_t, const void*, size_t, size_t, size_t,
                                  cudaMemcpyKind);
 using Copy2DAsyncFn = cudaError_t (*)(void*, size_t, const void*, size_t, size_t, size_t,
@@ -23,26 +22,10 @@ RealSymbol g_real[] = {
 };
 enum Real { k2D, k2DPtds, k2DAsync, k2DAsyncPtsz, k3D, k3DPtds, k3DAsync, k3DAsyncPtsz };
 
-ApiSlot g_api_2d[] = {{"cudaMemcpy2D HtoH", Kind::kMemcpy},
-                      {"cudaMemcpy2D HtoD", Kind::kMemcpy},
-                      {"cudaMemcpy2D DtoH", Kind::kMemcpy},
-                      {"cudaMemcpy2D DtoD", Kind::kMemcpy},
-                      {"cudaMemcpy2D Default", Kind::kMemcpy}};
-ApiSlot g_api_2d_async[] = {{"cudaMemcpy2DAsync HtoH", Kind::kMemcpy},
-                            {"cudaMemcpy2DAsync HtoD", Kind::kMemcpy},
-                            {"cudaMemcpy2DAsync DtoH", Kind::kMemcpy},
-                            {"cudaMemcpy2DAsync DtoD", Kind::kMemcpy},
-                            {"cudaMemcpy2DAsync Default", Kind::kMemcpy}};
-ApiSlot g_api_3d[] = {{"cudaMemcpy3D HtoH", Kind::kMemcpy},
-                      {"cudaMemcpy3D HtoD", Kind::kMemcpy},
-                      {"cudaMemcpy3D DtoH", Kind::kMemcpy},
-                      {"cudaMemcpy3D DtoD", Kind::kMemcpy},
-                      {"cudaMemcpy3D Default", Kind::kMemcpy}};
-ApiSlot g_api_3d_async[] = {{"cudaMemcpy3DAsync HtoH", Kind::kMemcpy},
-                            {"cudaMemcpy3DAsync HtoD", Kind::kMemcpy},
-                            {"cudaMemcpy3DAsync DtoH", Kind::kMemcpy},
-                            {"cudaMemcpy3DAsync DtoD", Kind::kMemcpy},
-                            {"cudaMemcpy3DAsync Default", Kind::kMemcpy}};
+ApiSlot g_api_2d[] = PERFTRACKER_COPY_SLOTS("cudaMemcpy2D");
+ApiSlot g_api_2d_async[] = PERFTRACKER_COPY_SLOTS("cudaMemcpy2DAsync");
+ApiSlot g_api_3d[] = PERFTRACKER_COPY_SLOTS("cudaMemcpy3D");
+ApiSlot g_api_3d_async[] = PERFTRACKER_COPY_SLOTS("cudaMemcpy3DAsync");
 
 [[gnu::constructor]] void ResolveCopyNd() { ResolveAll(g_real, std::size(g_real)); }
 

@@ -47,16 +47,8 @@ enum Real {
 };
 
 // One slot per API and direction (cudaMemcpyKind 0..4): the analyzer compares H2D with H2D.
-ApiSlot g_api_memcpy[] = {{"cudaMemcpy HtoH", Kind::kMemcpy},
-                          {"cudaMemcpy HtoD", Kind::kMemcpy},
-                          {"cudaMemcpy DtoH", Kind::kMemcpy},
-                          {"cudaMemcpy DtoD", Kind::kMemcpy},
-                          {"cudaMemcpy Default", Kind::kMemcpy}};
-ApiSlot g_api_memcpy_async[] = {{"cudaMemcpyAsync HtoH", Kind::kMemcpy},
-                                {"cudaMemcpyAsync HtoD", Kind::kMemcpy},
-                                {"cudaMemcpyAsync DtoH", Kind::kMemcpy},
-                                {"cudaMemcpyAsync DtoD", Kind::kMemcpy},
-                                {"cudaMemcpyAsync Default", Kind::kMemcpy}};
+ApiSlot g_api_memcpy[] = PERFTRACKER_COPY_SLOTS("cudaMemcpy");
+ApiSlot g_api_memcpy_async[] = PERFTRACKER_COPY_SLOTS("cudaMemcpyAsync");
 ApiSlot g_api_memset{"cudaMemset", Kind::kMemset};
 ApiSlot g_api_memset_async{"cudaMemsetAsync", Kind::kMemset};
 ApiSlot g_api_malloc{"cudaMalloc", Kind::kAlloc};
