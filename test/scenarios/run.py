@@ -23,7 +23,7 @@ from scenarios import SCENARIOS
 
 def matches(c, e):
     ev = c.get("evidence", {})
-    return (c["category"] == e.category and sorted(c["rank_set"]) == sorted(e.ranks) and
+    return (re.fullmatch(e.category, c["category"]) is not None and sorted(c["rank_set"]) == sorted(e.ranks) and
             re.search(e.function, c["function"], re.I) is not None and
             (not e.source or ev.get("source") == e.source) and
             (not e.hang or ev.get("hang") == e.hang))
