@@ -25,7 +25,13 @@ struct CodeInfo {
   bool always = false;  // recognized (step, dataloader, sync, collective, backward): recorded
                         // beyond PERFTRACKER_PY_DEPTH
   bool step = false;    // the iteration function: MarkIteration when it returns
+  bool light = false;   // cheap: folded into the caller outside detailed windows
   uint8_t next_way = 0;
+  // Light mode's cost probe: calls still to be timed before `light` is decided (0: decided, or
+  // never folded), and their inclusive time so far.
+  static constexpr uint8_t kProbeCalls = 32;
+  uint8_t probe_left = 0;
+  uint64_t probe_ns = 0;
   // Interned slot per parent slot: a call path of bounded depth is (code, parent slot).
   Slot parents[kCacheWays] = {kNoSlot, kNoSlot, kNoSlot, kNoSlot};
   Slot slots[kCacheWays] = {kNoSlot, kNoSlot, kNoSlot, kNoSlot};
@@ -38,6 +44,9 @@ struct HookState {
   ssize_t extra_index = -1;
   EvalFrameFn previous = nullptr;  // chained: the default evaluator, or a tool installed earlier
   uint32_t depth_bound = 12;
+  uint32_t window_iters = 10;
+  uint64_t light_min_ns = 0;  // 0: nothing is folded for being cheap
+  uint64_t iterations = 0;    // step functions that returned
 };
 extern HookState g_hook;
 
@@ -46,6 +55,11 @@ extern HookState g_hook;
 void InitRules(const char* step_function, const char* include);
 // First sight of a code object: names it and classifies it. nullptr when it cannot be named.
 [[gnu::cold]] CodeInfo* NewCodeInfo(PyObject* code);
+// The first calls of a function that light mode may fold: decides `light` after kProbeCalls.
+// Only leaves fold (no recorded callee while probed): folding one changes no other function's
+// call path, so a rank that decides differently near the threshold differs in that function
+// alone, never in the ids of a whole subtree.
+[[gnu::cold]] void ProbeCost(CodeInfo* info, uint64_t inclusive_ns, bool had_callees);
 // Cache miss: interns (kind, name, parent) with the recorder and remembers the slot.
 [[gnu::cold]] Slot InternSlot(CodeInfo* info, Slot parent);
 

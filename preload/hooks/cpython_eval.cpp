@@ -17,6 +17,7 @@
 #include <atomic>
 
 #include "preload/cpython_internal.h"
+#include "preload/py_mode.h"
 #include "preload/python_context.h"
 
 namespace perftracker::preload {
@@ -100,15 +101,25 @@ inline Slot SlotOf(CodeInfo* info, Slot parent) {
   }
 }
 
-inline void Finish(ShadowStack& s, const ShadowFrame& f, const CodeInfo* info, uint64_t end) {
+// An iteration ended: the next one may begin a window, where the mode switches (py_mode.h).
+[[gnu::cold, gnu::noinline]] void EndIteration(uint64_t end) {
+  MarkIteration(end);
+  const uint64_t n = ++g_hook.iterations;
+  g_py_mode.python_iterations.store(n, std::memory_order_relaxed);
+  if (n % g_hook.window_iters == 0) ApplyPyModeAt(n / g_hook.window_iters);
+}
+
+inline void Finish(ShadowStack& s, const ShadowFrame& f, CodeInfo* info, uint64_t end) {
   const uint64_t duration = end - f.start_ns;
   const uint32_t depth = s.depth;
   if (depth > 0) s.frames[depth - 1].child_ns += duration;
+  if (info->probe_left != 0) [[unlikely]]
+    ProbeCost(info, duration, f.child_ns != 0);
   const bool iteration_end = info->step && --s.steps == 0;
   if (!Active()) return;  // a forked child: the recorder is off
   const uint64_t self = f.child_ns < duration ? duration - f.child_ns : 0;
   RecordCall(f.slot, end, duration, self);
-  if (iteration_end) MarkIteration(end);
+  if (iteration_end) EndIteration(end);
 }
 
 }  // namespace
@@ -125,7 +136,8 @@ PyObject* EvalHook(PyThreadState* tstate, void* frame, int throwflag) {
     TrimSeeds(s, tstate);
     depth = s.depth;
   }
-  if (!info->record || depth >= kCapacity || (depth >= g_hook.depth_bound && !info->always)) {
+  if (!info->record || depth >= kCapacity || (depth >= g_hook.depth_bound && !info->always) ||
+      (info->light && !g_py_mode.detailed.load(std::memory_order_relaxed))) {
     return previous(tstate, frame, throwflag);  // folded into the caller
   }
   const Slot slot = SlotOf(info, depth > 0 ? s.frames[depth - 1].slot : kNoSlot);

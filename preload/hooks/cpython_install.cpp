@@ -11,12 +11,14 @@
 #include <pthread.h>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 
 #include "preload/config.h"
 #include "preload/cpython_internal.h"
 #include "preload/log.h"
+#include "preload/py_mode.h"
 
 namespace perftracker::preload::cpython {
 
@@ -105,6 +107,13 @@ void Install() {
     return;
   }
   g_hook.depth_bound = static_cast<uint32_t>(g_config.py_depth);
+  g_hook.window_iters = static_cast<uint32_t>(std::max<uint64_t>(g_config.window_iters, 1));
+  bool mode_ok = true;
+  const bool detailed = ParseDetailedMode(g_config.mode, &mode_ok);
+  if (!mode_ok) Warn("PERFTRACKER_MODE=%s is neither light nor detailed; light", g_config.mode);
+  g_py_mode.forced.store(detailed);
+  g_py_mode.detailed.store(detailed);
+  g_hook.light_min_ns = detailed ? 0 : g_config.light_min_us * 1000;
   InitRules(g_config.step_function, g_config.py_include);
   InstallEvalHook();
   if (pthread_equal(pthread_self(), g_main_thread)) {

@@ -35,17 +35,19 @@ def expect(cond, msg):
         fail(msg)
 
 
-def run(args, env_extra, tmp, script="workload.py", unset=(), python_args=()):
+def run(args, env_extra, tmp, script="workload.py", unset=(), python_args=(), script_args=()):
     env = dict(os.environ)
     for k in list(env):
         if k.startswith("PERFTRACKER_") or k in ("RANK", "LOCAL_RANK"):
             del env[k]
+    # Exact counts of every call: detailed mode, unless a case asks for light.
     env.update({"LD_PRELOAD": args.lib, "PERFTRACKER_DIR": tmp, "RANK": "0",
-                "PERFTRACKER_JOB_ID": "cpython-test"})
+                "PERFTRACKER_JOB_ID": "cpython-test", "PERFTRACKER_MODE": "detailed"})
     for k in unset:
         env.pop(k, None)
     env.update(env_extra)
-    p = subprocess.run([args.python, *python_args, os.path.join(HERE, script)], env=env,
+    p = subprocess.run([args.python, *python_args, os.path.join(HERE, script), *script_args],
+                       env=env,
                        capture_output=True, text=True, timeout=300)
     if p.returncode != 0:
         fail(f"{args.python} exited {p.returncode}: {p.stderr[-2000:]}")
@@ -96,6 +98,57 @@ def load_ring(cli, tmp):
             fn.total += p["total_ns"]
             fn.self_ns += p["self_ns"]
     return fns, iterations, stack
+
+
+def load_windows(cli, tmp):
+    """Per window: (iter_begin, mode, {qualname: count}) of the Python functions."""
+    files = glob.glob(os.path.join(tmp, "**", "rank-0.ptr"), recursive=True)
+    expect(len(files) == 1, f"expected one ring file, found {files}")
+    out = subprocess.run([cli, "dump", files[0]], capture_output=True, text=True, check=True)
+    windows = []
+    for line in out.stdout.splitlines():
+        rec = json.loads(line)
+        if rec.get("type") != "window":
+            continue
+        counts = {}
+        for p in rec["functions"]:
+            if p["kind"] == "python":
+                q = p["name"].rsplit(":", 1)[-1]
+                counts[q] = counts.get(q, 0) + p["count"]
+        windows.append((rec["iter_begin"], rec.get("mode"), counts))
+    return sorted(windows, key=lambda w: w[0])
+
+
+def check_modes(args, tmp, light, iterations):
+    """tiny: 100 calls an iteration, folded after its 32 probe calls in light mode; work and
+    train_step: once an iteration, recorded in both modes."""
+    fns, marked, _ = load_probe(tmp) if args.probe else load_ring(args.perftracker, tmp)
+    expect(marked == iterations, f"iterations: {marked}")
+    tiny = sum(f.count for f in find(fns, "tiny", "train_step"))
+    expect(tiny == (32 if light else 100 * iterations), f"tiny recorded {tiny} times")
+    for q in ("work", "train_step"):
+        expect(sum(f.count for f in find(fns, q)) == iterations, f"{q} count")
+    if not args.probe:
+        modes = {w[1] for w in load_windows(args.perftracker, tmp)}
+        expect(modes == {"light" if light else "detailed"}, f"window modes {modes}")
+
+
+def check_detailed_period(args, tmp, first_allowed):
+    """Exactly PERFTRACKER_DETAILED_WINDOWS (3) consecutive detailed windows, starting at a
+    window boundary in first_allowed; in them tiny is recorded at every call, elsewhere (after
+    its probe, all in window 0) never."""
+    windows = load_windows(args.perftracker, tmp)
+    detailed = [w for w in windows if w[1] == "detailed"]
+    begins = [w[0] for w in detailed]
+    expect(len(detailed) == 3 and begins[0] in first_allowed and
+           begins == [begins[0], begins[0] + 10, begins[0] + 20],
+           f"detailed windows begin at {begins}; all: {[(w[0], w[1]) for w in windows]}")
+    for begin, mode, counts in windows:
+        want = 1000 if mode == "detailed" else (32 if begin == 0 else 0)
+        expect(counts.get("tiny", 0) == want,
+               f"window {begin} ({mode}): tiny {counts.get('tiny', 0)}, expected {want}")
+        expect(begin + 10 > windows[-1][0] or counts.get("work") == 10,
+               f"window {begin}: work {counts.get('work')}")
 
 
 def find(fns, qualname, parent=None):
@@ -183,6 +236,25 @@ def main():
             fns = load_probe(tmp)[0] if args.probe else load_ring(args.perftracker, tmp)[0]
             counts = {q: [x.count for x in find(fns, "f", q)] for q in ("before", "after")}
             expect(counts == {"before": [50], "after": [100]}, f"f counts: {counts}")
+        elif args.case in ("light", "detailed"):
+            light = args.case == "light"
+            p = run(args, {"PERFTRACKER_STEP_FUNCTION": "train_step",
+                           "PERFTRACKER_MODE": args.case}, tmp, script="modes_workload.py",
+                    script_args=("plain", "30", "0.001"))
+            expect("perftracker:" not in p.stderr, f"unexpected warnings: {p.stderr}")
+            check_modes(args, tmp, light, 30)
+        elif args.case == "trigger_file":
+            p = run(args, {"PERFTRACKER_STEP_FUNCTION": "train_step", "PERFTRACKER_MODE": "light"},
+                    tmp, script="modes_workload.py", script_args=("trigger_file",))
+            expect("perftracker:" not in p.stderr, f"unexpected warnings: {p.stderr}")
+            check_detailed_period(args, tmp, (30,))
+        elif args.case == "slowdown":
+            p = run(args, {"PERFTRACKER_STEP_FUNCTION": "train_step", "PERFTRACKER_MODE": "light"},
+                    tmp, script="modes_workload.py", script_args=("slowdown",))
+            expect("perftracker:" not in p.stderr, f"unexpected warnings: {p.stderr}")
+            # 10 ms steps until iteration 100, then 20 ms: the mean of 50 passes 1.05 x the low
+            # 3 slow steps in; decided at the boundary after that (110), applied at the next.
+            check_detailed_period(args, tmp, (120, 130))
         elif args.case in ("disabled", "norank"):
             extra = {"PERFTRACKER_ENABLE": "0"} if args.case == "disabled" else {}
             unset = ("RANK",) if args.case == "norank" else ()
