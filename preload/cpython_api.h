@@ -24,6 +24,8 @@ struct PyInterpreterState;
 // PEP 523: PyFrameObject* (3.9, 3.10) or _PyInterpreterFrame* (3.11+); same ABI either way.
 using EvalFrameFn = PyObject* (*)(PyThreadState*, void* frame, int throwflag);
 using CFunction = PyObject* (*)(PyObject* self, PyObject* args);
+// METH_FASTCALL: positional arguments as a C array (what sys.monitoring callbacks get cheapest).
+using FastCFunction = PyObject* (*)(PyObject* self, PyObject* const* args, ssize_t nargs);
 
 // PyMethodDef: unchanged since Python 2.
 struct MethodDef {
@@ -34,6 +36,7 @@ struct MethodDef {
 };
 inline constexpr int kMethVarargs = 0x1;
 inline constexpr int kMethNoargs = 0x4;
+inline constexpr int kMethFastcall = 0x80;
 
 // Where a version keeps the things the hooks read without calling Python.
 struct FrameLayout {
@@ -82,6 +85,7 @@ struct Api {
   PyObject* (*DictGetItemString)(PyObject*, const char*) = nullptr;
   PyObject* (*CallMethodObjArgs)(PyObject*, PyObject*, ...) = nullptr;
   PyObject* (*UnicodeFromString)(const char*) = nullptr;
+  PyObject* (*LongFromLong)(long) = nullptr;
   PyObject* none = nullptr;         // &_Py_NoneStruct
   const void* code_type = nullptr;  // &PyCode_Type
 };

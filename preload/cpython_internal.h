@@ -43,6 +43,7 @@ struct HookState {
   FrameLayout layout;
   ssize_t extra_index = -1;
   EvalFrameFn previous = nullptr;  // chained: the default evaluator, or a tool installed earlier
+  bool monitoring = false;         // sys.monitoring took over (3.12+): EvalHook passes through
   uint32_t depth_bound = 12;
   uint32_t window_iters = 10;
   uint64_t light_min_ns = 0;  // 0: nothing is folded for being cheap
@@ -77,8 +78,18 @@ uint64_t ThreadHookCalls();
 // (a GC pause): counted as a callee's, so it leaves the frame's self time. GIL held.
 void ChargeToCaller(uint64_t ns);
 
+// sys.monitoring events (3.12+), fed to the same shadow stack as EvalHook: a frame of `code`
+// starts (PY_START, PY_RESUME, PY_THROW) or ends (PY_RETURN, PY_YIELD, PY_UNWIND). Frames that
+// began before monitoring did end unmatched and are left to whoever pushed them. GIL held.
+void MonitorStart(PyObject* code);
+void MonitorEnd();
+
 // cpython_install.cpp: notices when another tool took the frame-evaluation slot. GIL held.
 void CheckEvalHook();
+
+// cpython_monitoring.cpp: records through sys.monitoring (tool id 4, else 3) from now on;
+// false (Python error cleared) before 3.12 or when both tool ids are taken. GIL held.
+bool StartMonitoring(int* tool_id);
 
 // cpython_gc.cpp: gc.callbacks → kGc events, atexit → Flush(). GIL held.
 void InstallGcCallback();

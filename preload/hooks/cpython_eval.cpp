@@ -26,7 +26,7 @@ namespace {
 
 struct ShadowFrame {
   const void* frame;  // the evaluated frame (identifies seeds when they end unseen)
-  const CodeInfo* info;
+  CodeInfo* info;
   Slot slot;
   uint32_t unused;
   uint64_t start_ns;
@@ -36,6 +36,9 @@ static_assert(sizeof(ShadowFrame) == 40);
 
 // Frames deeper than this are passed through unrecorded (their time stays in the caller).
 constexpr uint32_t kCapacity = 256;
+// sys.monitoring frames deeper than this (recorded or not) are not recorded.
+constexpr uint32_t kMonitorWords = 16;
+constexpr uint32_t kMonitorCapacity = kMonitorWords * 64;
 
 struct ShadowStack {
   uint32_t depth;  // published with release stores for the live-slot reader
@@ -43,6 +46,10 @@ struct ShadowStack {
   uint32_t steps;  // nesting of step functions: only the outermost one ends an iteration
   uint64_t calls;  // evaluations seen (CheckEvalHook: are we still being called?)
   ShadowFrame frames[kCapacity];
+  // sys.monitoring has no C frame around a call: its start and end events pair by nesting.
+  // Bit i says whether the frame that started at monitoring depth i pushed a shadow frame.
+  uint32_t monitor_depth;
+  uint64_t monitor_pushed[kMonitorWords];
 };
 
 // Zero-initialized static TLS of the preloaded library: no allocation, no "initialized?" check.
@@ -122,12 +129,17 @@ inline void Finish(ShadowStack& s, const ShadowFrame& f, CodeInfo* info, uint64_
   if (iteration_end) EndIteration(end);
 }
 
+inline bool Folded(const CodeInfo* info, uint32_t depth) {
+  return !info->record || depth >= kCapacity || (depth >= g_hook.depth_bound && !info->always) ||
+         (info->light && !g_py_mode.detailed.load(std::memory_order_relaxed));
+}
+
 }  // namespace
 
 PyObject* EvalHook(PyThreadState* tstate, void* frame, int throwflag) {
   const EvalFrameFn previous = g_hook.previous;
   PyObject* code = CodeOfFrame(frame);
-  if (code == nullptr || !Active()) return previous(tstate, frame, throwflag);
+  if (code == nullptr || !Active() || g_hook.monitoring) return previous(tstate, frame, throwflag);
   CodeInfo* info = InfoOf(code);
   ShadowStack& s = t_stack;
   ++s.calls;
@@ -136,10 +148,7 @@ PyObject* EvalHook(PyThreadState* tstate, void* frame, int throwflag) {
     TrimSeeds(s, tstate);
     depth = s.depth;
   }
-  if (!info->record || depth >= kCapacity || (depth >= g_hook.depth_bound && !info->always) ||
-      (info->light && !g_py_mode.detailed.load(std::memory_order_relaxed))) {
-    return previous(tstate, frame, throwflag);  // folded into the caller
-  }
+  if (Folded(info, depth)) return previous(tstate, frame, throwflag);
   const Slot slot = SlotOf(info, depth > 0 ? s.frames[depth - 1].slot : kNoSlot);
   if (slot == kNoSlot) return previous(tstate, frame, throwflag);  // function table full
   ShadowFrame& f = s.frames[depth];
@@ -182,6 +191,39 @@ void SeedCurrentThread(PyThreadState* tstate) {
   }
   s.seeds = depth;
   StoreDepth(s, depth);
+}
+
+void MonitorStart(PyObject* code) {
+  if (!Active()) return;
+  CodeInfo* info = InfoOf(code);
+  ShadowStack& s = t_stack;
+  ++s.calls;
+  const uint32_t at = s.monitor_depth++;
+  if (at >= kMonitorCapacity) return;
+  uint64_t& word = s.monitor_pushed[at / 64];
+  const uint64_t bit = uint64_t{1} << (at % 64);
+  word &= ~bit;
+  const uint32_t depth = s.depth;
+  if (Folded(info, depth)) return;
+  const Slot slot = SlotOf(info, depth > 0 ? s.frames[depth - 1].slot : kNoSlot);
+  if (slot == kNoSlot) return;
+  word |= bit;
+  s.frames[depth] = ShadowFrame{nullptr, info, slot, 0, 0, 0};
+  s.steps += info->step;
+  StoreDepth(s, depth + 1);
+  s.frames[depth].start_ns = NowNs();
+}
+
+void MonitorEnd() {
+  ShadowStack& s = t_stack;
+  if (s.monitor_depth == 0 || !Active()) return;  // began before monitoring did
+  const uint32_t at = --s.monitor_depth;
+  if (at >= kMonitorCapacity || (s.monitor_pushed[at / 64] >> (at % 64) & 1) == 0) return;
+  const uint64_t end = NowNs();
+  const uint32_t depth = s.depth - 1;
+  StoreDepth(s, depth);
+  const ShadowFrame& f = s.frames[depth];
+  Finish(s, f, f.info, end);
 }
 
 uint64_t ThreadHookCalls() { return t_stack.calls; }

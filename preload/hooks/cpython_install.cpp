@@ -60,8 +60,9 @@ void InstallEvalHook() {
 
 // GIL held (gc callback). Dynamo-style tools save the evaluator they find and restore it later;
 // one that enabled itself before us restores the default and silently drops our hook. A reset
-// to the default is undone; a foreign evaluator that no longer calls us (no hook call on this
-// thread since the last check) is reported once.
+// to the default is undone. A foreign evaluator that no longer calls us (no hook call on this
+// thread since the last check) cannot be undone without fighting its owner: on 3.12+ recording
+// goes on through sys.monitoring; before, the loss is reported once.
 void CheckEvalHook() {
   static bool reported = false;
   static uint64_t last_calls = 0;
@@ -78,9 +79,17 @@ void CheckEvalHook() {
     g_api.SetEvalFrameFunc(interp, &EvalHook);
     reported = true;
   } else if (calls == last_calls) {
-    Warn(
-        "another tool replaced the Python frame evaluator; Python functions are no longer "
-        "recorded");
+    int tool_id = 0;
+    if (StartMonitoring(&tool_id)) {
+      Warn(
+          "another tool replaced the Python frame evaluator; recording through sys.monitoring "
+          "(tool id %d)",
+          tool_id);
+    } else {
+      Warn(
+          "another tool replaced the Python frame evaluator; Python functions are no longer "
+          "recorded");
+    }
     reported = true;
   }
   last_calls = calls;

@@ -204,6 +204,7 @@ def main():
     ap.add_argument("--probe", action="store_true")
     ap.add_argument("--perftracker")
     ap.add_argument("--case", default="workload")
+    ap.add_argument("--foreign", help="libcpython_foreign_eval.so (case foreign_evaluator)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         if args.case == "workload":
@@ -236,6 +237,32 @@ def main():
             fns = load_probe(tmp)[0] if args.probe else load_ring(args.perftracker, tmp)[0]
             counts = {q: [x.count for x in find(fns, "f", q)] for q in ("before", "after")}
             expect(counts == {"before": [50], "after": [100]}, f"f counts: {counts}")
+        elif args.case == "foreign_evaluator":
+            p = run(args, {}, tmp, script="foreign_workload.py", script_args=(args.foreign,))
+            expect(int(p.stdout.split("foreign evaluations: ")[1].split()[0]) > 0,
+                   "the foreign evaluator ran")
+            minor = int(subprocess.run([args.python, "-c", "import sys; print(sys.version_info[1])"],
+                                       capture_output=True, text=True).stdout)
+            warnings = [l for l in p.stderr.splitlines() if l.startswith("perftracker:")]
+            monitored = minor >= 12
+            want = "sys.monitoring (tool id 4)" if monitored else "no longer recorded"
+            expect(len(warnings) == 1 and want in warnings[0], f"stderr: {p.stderr}")
+            fns = load_probe(tmp)[0] if args.probe else load_ring(args.perftracker, tmp)[0]
+            counts = {q: [x.count for x in find(fns, "f", q)] for q in ("before", "after")}
+            tree = {(q, parent): [x.count for x in find(fns, q, parent)]
+                    for q, parent in (("after", "nested"), ("gen", "nested"),
+                                      ("raise_inside", "nested"))}
+            if monitored:
+                expect(counts == {"before": [50], "after": [100]}, f"f counts: {counts}")
+                # gen: PY_START + 5 PY_RESUME (monitoring never sees the creating call).
+                expect(tree == {("after", "nested"): [1], ("gen", "nested"): [6],
+                                ("raise_inside", "nested"): [3]}, f"call tree: {tree}")
+                nested = find(fns, "nested")
+                expect(len(nested) == 1 and nested[0].count == 1 and
+                       nested[0].total >= find(fns, "after", "nested")[0].total,
+                       f"nested: {[(x.count, x.total) for x in nested]}")
+            else:
+                expect(counts == {"before": [50], "after": []}, f"f counts: {counts}")
         elif args.case in ("light", "detailed"):
             light = args.case == "light"
             p = run(args, {"PERFTRACKER_STEP_FUNCTION": "train_step",
