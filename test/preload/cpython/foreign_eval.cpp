@@ -12,7 +12,7 @@ unsigned long g_calls = 0;
 }  // namespace
 
 extern "C" [[gnu::visibility("default")]] void* foreign_eval(void* tstate, void* frame,
-                                                               int throwflag) {
+                                                             int throwflag) {
   if (g_default == nullptr) {
     g_default = reinterpret_cast<EvalFrameFn>(dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault"));
   }
