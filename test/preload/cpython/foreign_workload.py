@@ -2,7 +2,7 @@
 debugger's evaluator, Dynamo enabled before us restoring its own): argv[1] is
 libcpython_foreign_eval.so. The gc-time check then finds the slot taken and idle: on 3.12+ the
 known call tree below is still recorded exactly, through sys.monitoring; before, the loss is
-reported once.
+reported once. With `take_tool_4`, tool id 4 is taken first: we use 3.
 
   before -> f x50                  (eval hook)
   nested -> after -> f x100        (sys.monitoring on 3.12+)
@@ -47,6 +47,8 @@ def nested():
             pass
 
 
+if len(sys.argv) > 2 and sys.argv[2] == "take_tool_4":  # another monitoring tool came first
+    sys.monitoring.use_tool_id(4, "someone else")
 api = ctypes.pythonapi
 api.PyInterpreterState_Get.restype = ctypes.c_void_p
 api._PyInterpreterState_SetEvalFrameFunc.argtypes = [ctypes.c_void_p, ctypes.c_void_p]

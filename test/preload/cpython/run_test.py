@@ -237,15 +237,25 @@ def main():
             fns = load_probe(tmp)[0] if args.probe else load_ring(args.perftracker, tmp)[0]
             counts = {q: [x.count for x in find(fns, "f", q)] for q in ("before", "after")}
             expect(counts == {"before": [50], "after": [100]}, f"f counts: {counts}")
-        elif args.case == "foreign_evaluator":
-            p = run(args, {}, tmp, script="foreign_workload.py", script_args=(args.foreign,))
-            expect(int(p.stdout.split("foreign evaluations: ")[1].split()[0]) > 0,
-                   "the foreign evaluator ran")
+        elif args.case in ("foreign_evaluator", "foreign_cprofile_tool3"):
+            # foreign_cprofile_tool3 (3.12+): cProfile (tool id 2) watches too, and tool id 4 is
+            # taken: we record through tool id 3, and cProfile still counts every call.
             minor = int(subprocess.run([args.python, "-c", "import sys; print(sys.version_info[1])"],
                                        capture_output=True, text=True).stdout)
-            warnings = [l for l in p.stderr.splitlines() if l.startswith("perftracker:")]
             monitored = minor >= 12
-            want = "sys.monitoring (tool id 4)" if monitored else "no longer recorded"
+            crowded = args.case == "foreign_cprofile_tool3"
+            expect(monitored or not crowded, "foreign_cprofile_tool3 needs 3.12+")
+            p = run(args, {}, tmp, script="foreign_workload.py",
+                    script_args=(args.foreign, "take_tool_4") if crowded else (args.foreign,),
+                    python_args=("-m", "cProfile", "-s", "calls") if crowded else ())
+            expect(int(p.stdout.split("foreign evaluations: ")[1].split()[0]) > 0,
+                   "the foreign evaluator ran")
+            if crowded:
+                rows = [l.split() for l in p.stdout.splitlines() if l.endswith("(f)")]
+                expect(rows and rows[0][0] == "150", f"cProfile's count of f: {rows}")
+            warnings = [l for l in p.stderr.splitlines() if l.startswith("perftracker:")]
+            want = (f"sys.monitoring (tool id {3 if crowded else 4})" if monitored
+                    else "no longer recorded")
             expect(len(warnings) == 1 and want in warnings[0], f"stderr: {p.stderr}")
             fns = load_probe(tmp)[0] if args.probe else load_ring(args.perftracker, tmp)[0]
             counts = {q: [x.count for x in find(fns, "f", q)] for q in ("before", "after")}
