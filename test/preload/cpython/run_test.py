@@ -25,6 +25,20 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 KIND = {1: "python", 6: "collective", 7: "sync", 8: "gc", 9: "dataloader"}
 
 
+# Runs the script named by argv[1] under a trace function that counts the calls of f.
+TRACED = """
+import runpy, sys
+calls = [0]
+def tracer(frame, event, arg):
+    if event == "call" and frame.f_code.co_name == "f":
+        calls[0] += 1
+sys.settrace(tracer)
+runpy.run_path(sys.argv[1], run_name="__main__")
+sys.settrace(None)
+print("traced f:", calls[0])
+"""
+
+
 def fail(msg):
     print("FAIL:", msg)
     sys.exit(1)
@@ -222,6 +236,15 @@ def main():
             data = load_probe(tmp) if args.probe else load_ring(args.perftracker, tmp)
             expect(sum(x.count for x in find(data[0], "f")) == 1017, "our count of f")
             expect(data[1] == 7, f"iterations under cProfile: {data[1]}")
+        elif args.case == "settrace":
+            # A debugger's trace function (sys.settrace, what pdb uses) sees every call of f
+            # on the main thread while we record them all too.
+            p = run(args, {"PERFTRACKER_STEP_FUNCTION": "train_step"}, tmp,
+                    python_args=("-c", TRACED))
+            traced = int(p.stdout.split("traced f: ")[1].split()[0])
+            expect(traced == 1017, f"the trace function's count of f: {traced}")
+            data = load_probe(tmp) if args.probe else load_ring(args.perftracker, tmp)
+            expect(sum(x.count for x in find(data[0], "f")) == 1017, "our count of f")
         elif args.case == "torch_profiler":
             counts = []
             for extra, unset in (({}, ()), ({}, ("LD_PRELOAD", "RANK"))):
