@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KIND = {1: "python", 6: "collective", 7: "sync", 8: "gc", 9: "dataloader"}
@@ -49,7 +50,7 @@ def expect(cond, msg):
         fail(msg)
 
 
-def run(args, env_extra, tmp, script="workload.py", unset=(), python_args=(), script_args=()):
+def test_env(args, env_extra, tmp, unset=()):
     env = dict(os.environ)
     for k in list(env):
         if k.startswith("PERFTRACKER_") or k in ("RANK", "LOCAL_RANK"):
@@ -60,6 +61,11 @@ def run(args, env_extra, tmp, script="workload.py", unset=(), python_args=(), sc
     for k in unset:
         env.pop(k, None)
     env.update(env_extra)
+    return env
+
+
+def run(args, env_extra, tmp, script="workload.py", unset=(), python_args=(), script_args=()):
+    env = test_env(args, env_extra, tmp, unset)
     p = subprocess.run([args.python, *python_args, os.path.join(HERE, script), *script_args],
                        env=env,
                        capture_output=True, text=True, timeout=300)
@@ -114,9 +120,9 @@ def load_ring(cli, tmp):
     return fns, iterations, stack
 
 
-def load_windows(cli, tmp):
+def load_windows(cli, tmp, rank=0):
     """Per window: (iter_begin, mode, {qualname: count}) of the Python functions."""
-    files = glob.glob(os.path.join(tmp, "**", "rank-0.ptr"), recursive=True)
+    files = glob.glob(os.path.join(tmp, "**", f"rank-{rank}.ptr"), recursive=True)
     expect(len(files) == 1, f"expected one ring file, found {files}")
     out = subprocess.run([cli, "dump", files[0]], capture_output=True, text=True, check=True)
     windows = []
@@ -308,6 +314,32 @@ def main():
                     tmp, script="modes_workload.py", script_args=("trigger_file",))
             expect("perftracker:" not in p.stderr, f"unexpected warnings: {p.stderr}")
             check_detailed_period(args, tmp, (30,))
+        elif args.case == "trigger_iteration":
+            # Two ranks at different speeds see the trigger file appear at different iterations
+            # of theirs; the iteration it names makes both switch at iteration 100.
+            procs = []
+            for rank, seconds in ((0, "0.02"), (1, "0.04")):
+                env = test_env(args, {"PERFTRACKER_STEP_FUNCTION": "train_step",
+                                      "PERFTRACKER_MODE": "light", "RANK": str(rank)}, tmp)
+                procs.append(subprocess.Popen(
+                    [args.python, os.path.join(HERE, "modes_workload.py"), "plain", "130",
+                     seconds], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                    text=True))
+            time.sleep(0.3)
+            job = os.path.join(tmp, "cpython-test")
+            os.makedirs(job, exist_ok=True)
+            with open(os.path.join(job, "trigger.tmp"), "w") as out:
+                out.write("100\n")
+            os.rename(os.path.join(job, "trigger.tmp"), os.path.join(job, "trigger"))
+            for proc in procs:
+                _, err = proc.communicate(timeout=300)
+                expect(proc.returncode == 0 and "perftracker:" not in err, f"rank: {err}")
+            for rank in (0, 1):
+                windows = load_windows(args.perftracker, tmp, rank)
+                begins = [w[0] for w in windows if w[1] == "detailed"]
+                expect(begins == [100, 110, 120], f"rank {rank}: detailed windows {begins}")
+                tiny = [w[2].get("tiny", 0) for w in windows if w[1] == "detailed"]
+                expect(tiny == [1000] * 3, f"rank {rank}: tiny in detailed windows {tiny}")
         elif args.case == "slowdown":
             p = run(args, {"PERFTRACKER_STEP_FUNCTION": "train_step", "PERFTRACKER_MODE": "light"},
                     tmp, script="modes_workload.py", script_args=("slowdown",))
