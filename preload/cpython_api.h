@@ -53,6 +53,12 @@ inline constexpr int kFrameOwnedByCStack = 3;  // 3.12+: the C entry shim frame,
 // Layout for 3.minor; false for a version we do not know.
 bool LayoutFor(int minor, FrameLayout* layout);
 
+// True when `object` lies in read-only memory of a loaded image (a const static object, or
+// RELRO data), where CPython's own writes (co_extra) would fault: 3.13's `_Py_InitCleanup`
+// shim code object is one, and appears on the stack during `__init__` calls. Cold: walks the
+// program headers.
+bool InReadOnlyImage(const void* object);
+
 struct Api {
   // Present from the start (the constructor resolves them to tell a Python process apart).
   int (*IsInitialized)() = nullptr;

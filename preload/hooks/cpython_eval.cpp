@@ -177,7 +177,8 @@ void SeedCurrentThread(PyThreadState* tstate) {
         ReadField<char>(fr, static_cast<size_t>(l.owner_offset)) == kFrameOwnedByCStack) {
       continue;
     }
-    if (CodeOfFrame(fr) != nullptr) chain[n++] = fr;
+    const PyObject* code = CodeOfFrame(fr);
+    if (code != nullptr && !InReadOnlyImage(code)) chain[n++] = fr;
   }
   ShadowStack& s = t_stack;
   uint32_t depth = s.depth;
