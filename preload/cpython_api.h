@@ -92,6 +92,8 @@ struct Api {
   PyObject* (*CallMethodObjArgs)(PyObject*, PyObject*, ...) = nullptr;
   PyObject* (*UnicodeFromString)(const char*) = nullptr;
   PyObject* (*LongFromLong)(long) = nullptr;
+  PyObject* (*DictNew)() = nullptr;
+  PyObject* (*CallObject)(PyObject*, PyObject*) = nullptr;
   PyObject* none = nullptr;         // &_Py_NoneStruct
   const void* code_type = nullptr;  // &PyCode_Type
 };

@@ -74,6 +74,8 @@ void AdoptAsMainThread();
 void MainThreadStack(std::vector<std::string>* frames);
 // Frames the hook saw on the calling thread so far (recorded or not).
 uint64_t ThreadHookCalls();
+// The facts of a code object that is never recorded (our own probe function).
+CodeInfo* UnrecordedInfo();
 // Time the calling thread's innermost recorded frame spent in something recorded on its own
 // (a GC pause): counted as a callee's, so it leaves the frame's self time. GIL held.
 void ChargeToCaller(uint64_t ns);

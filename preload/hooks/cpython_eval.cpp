@@ -229,6 +229,8 @@ void MonitorEnd() {
 
 uint64_t ThreadHookCalls() { return t_stack.calls; }
 
+CodeInfo* UnrecordedInfo() { return &g_unnamed; }
+
 void ChargeToCaller(uint64_t ns) {
   ShadowStack& s = t_stack;
   if (s.depth > 0) s.frames[s.depth - 1].child_ns += ns;

@@ -116,7 +116,8 @@ bool ResolveApi() {
       Resolve(&a.DictGetItemString, "PyDict_GetItemString") &&
       Resolve(&a.CallMethodObjArgs, "PyObject_CallMethodObjArgs") &&
       Resolve(&a.UnicodeFromString, "PyUnicode_FromString") &&
-      Resolve(&a.LongFromLong, "PyLong_FromLong") && Resolve(&a.none, "_Py_NoneStruct") &&
+      Resolve(&a.LongFromLong, "PyLong_FromLong") && Resolve(&a.DictNew, "PyDict_New") &&
+      Resolve(&a.CallObject, "PyObject_CallObject") && Resolve(&a.none, "_Py_NoneStruct") &&
       Resolve(&a.code_type, "PyCode_Type");
   if (!ok) Warn("a CPython API function is missing; Python functions are not recorded");
   return ok;

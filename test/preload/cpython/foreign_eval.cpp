@@ -21,3 +21,18 @@ extern "C" [[gnu::visibility("default")]] void* foreign_eval(void* tstate, void*
 }
 
 extern "C" [[gnu::visibility("default")]] unsigned long foreign_eval_calls() { return g_calls; }
+
+// The Dynamo way: keep the evaluator found at install (us) and chain to it.
+namespace {
+EvalFrameFn g_previous = nullptr;
+}  // namespace
+
+extern "C" [[gnu::visibility("default")]] void foreign_set_previous(void* previous) {
+  g_previous = reinterpret_cast<EvalFrameFn>(previous);
+}
+
+extern "C" [[gnu::visibility("default")]] void* foreign_eval_chained(void* tstate, void* frame,
+                                                                     int throwflag) {
+  ++g_calls;
+  return g_previous(tstate, frame, throwflag);
+}

@@ -2,7 +2,8 @@
 debugger's evaluator, Dynamo enabled before us restoring its own): argv[1] is
 libcpython_foreign_eval.so. The gc-time check then finds the slot taken and idle: on 3.12+ the
 known call tree below is still recorded exactly, through sys.monitoring; before, the loss is
-reported once. With `take_tool_4`, tool id 4 is taken first: we use 3.
+reported once. With `take_tool_4`, tool id 4 is taken first: we use 3. With `chain`, the
+foreign evaluator calls the one it found (us, as Dynamo does): nothing changes, no warning.
 
   before -> f x50                  (eval hook)
   nested -> after -> f x100        (sys.monitoring on 3.12+)
@@ -47,16 +48,24 @@ def nested():
             pass
 
 
-if len(sys.argv) > 2 and sys.argv[2] == "take_tool_4":  # another monitoring tool came first
+mode = sys.argv[2] if len(sys.argv) > 2 else ""
+if mode == "take_tool_4":  # another monitoring tool came first
     sys.monitoring.use_tool_id(4, "someone else")
 api = ctypes.pythonapi
 api.PyInterpreterState_Get.restype = ctypes.c_void_p
+api._PyInterpreterState_GetEvalFrameFunc.restype = ctypes.c_void_p
+api._PyInterpreterState_GetEvalFrameFunc.argtypes = [ctypes.c_void_p]
 api._PyInterpreterState_SetEvalFrameFunc.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
 foreign = ctypes.CDLL(sys.argv[1])
 foreign.foreign_eval_calls.restype = ctypes.c_ulong
+foreign.foreign_set_previous.argtypes = [ctypes.c_void_p]
 before()
-api._PyInterpreterState_SetEvalFrameFunc(
-    api.PyInterpreterState_Get(), ctypes.cast(foreign.foreign_eval, ctypes.c_void_p).value)
+interp = api.PyInterpreterState_Get()
+evaluator = foreign.foreign_eval
+if mode == "chain":  # Dynamo enabled after us: it calls us for the frames it does not compile
+    foreign.foreign_set_previous(api._PyInterpreterState_GetEvalFrameFunc(interp))
+    evaluator = foreign.foreign_eval_chained
+api._PyInterpreterState_SetEvalFrameFunc(interp, ctypes.cast(evaluator, ctypes.c_void_p).value)
 gc.collect()  # the first check sees the hook called since the last one
 gc.collect()  # the second sees it idle: taken for good
 nested()

@@ -266,6 +266,16 @@ def main():
             fns = load_probe(tmp)[0] if args.probe else load_ring(args.perftracker, tmp)[0]
             counts = {q: [x.count for x in find(fns, "f", q)] for q in ("before", "after")}
             expect(counts == {"before": [50], "after": [100]}, f"f counts: {counts}")
+        elif args.case == "foreign_chained":
+            p = run(args, {}, tmp, script="foreign_workload.py", script_args=(args.foreign, "chain"))
+            expect(int(p.stdout.split("foreign evaluations: ")[1].split()[0]) > 0,
+                   "the foreign evaluator ran")
+            expect("perftracker:" not in p.stderr, f"unexpected warnings: {p.stderr}")
+            fns = load_probe(tmp)[0] if args.probe else load_ring(args.perftracker, tmp)[0]
+            counts = {q: [x.count for x in find(fns, "f", q)] for q in ("before", "after")}
+            expect(counts == {"before": [50], "after": [100]}, f"f counts: {counts}")
+            raised = [x.count for x in find(fns, "raise_inside", "nested")]
+            expect(raised == [3], f"raise_inside: {raised}")
         elif args.case in ("foreign_evaluator", "foreign_cprofile_tool3"):
             # foreign_cprofile_tool3 (3.12+): cProfile (tool id 2) watches too, and tool id 4 is
             # taken: we record through tool id 3, and cProfile still counts every call.
