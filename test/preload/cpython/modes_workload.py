@@ -3,7 +3,8 @@ slowdown), run with PERFTRACKER_STEP_FUNCTION=train_step and 10 iterations a win
 
 Every iteration is train_step(i): tiny() 100 times (a leaf of well under a microsecond: light
 mode folds it after its 32 probe calls) and work() once (a sleep of milliseconds: recorded in
-both modes).
+both modes). wrapper() calls tiny() once: as cheap, but not a leaf (tiny is still recorded when
+wrapper is probed), so it stays, and its calls of tiny fold like the others.
   plain N SECONDS:   N iterations of SECONDS each
   trigger_file:      70 iterations of 1 ms; after 25 iterations the workload creates
                      $PERFTRACKER_DIR/<job>/trigger and waits 2.5 s (the writer looks once a
@@ -23,9 +24,14 @@ def work(seconds):
     time.sleep(seconds)
 
 
+def wrapper(x):
+    return tiny(x)
+
+
 def train_step(i, seconds):
     for _ in range(100):
         tiny(i)
+    wrapper(i)
     work(seconds)
 
 
