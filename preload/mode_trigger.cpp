@@ -79,8 +79,12 @@ void ModeTrigger::CheckFile() {
   }
   char* end = nullptr;
   const uint64_t iteration = std::strtoull(text, &end, 10);
+  // Window numbers travel in 32 bits (py_mode.h): an absurd iteration means "never", not a wrap.
   const uint64_t earliest =
-      end != text ? (iteration + window_iters_ - 1) / window_iters_ : uint64_t{0};
+      end != text && text[0] != '-'
+          ? std::min<uint64_t>(iteration / window_iters_ + (iteration % window_iters_ != 0),
+                               0xffff0000u)
+          : uint64_t{0};
   if (!g_py_mode.forced.load(std::memory_order_relaxed)) Schedule(earliest);
 }
 

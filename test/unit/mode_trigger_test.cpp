@@ -116,6 +116,12 @@ TEST_CASE("the trigger file starts a period once per change; a number names the 
   std::fclose(file);  // changed, empty: the next boundary
   trigger.Poll(6'000'000'000ull);
   CHECK(First() == 3);
+  file = std::fopen(path.c_str(), "w");
+  std::fputs("99999999999999999999", file);  // beyond 32-bit window numbers: never, not a wrap
+  std::fclose(file);
+  trigger.Poll(8'000'000'000ull);
+  CHECK(First() == 0xffff0000u);
+  CHECK_FALSE(ScheduledDetailed(g_py_mode.schedule.load(), 3));
   unlink(path.c_str());
   rmdir(dir);
 }
