@@ -66,6 +66,7 @@ json ToJson(const format::Window& w) {
           {"start_mono_ns", w.start_mono_ns},
           {"end_mono_ns", w.end_mono_ns},
           {"start_real_ns", w.start_real_ns},
+          {"mode", w.detailed ? "detailed" : "light"},
           {"iterations",
            {{"first", it.first},
             {"count", it.count},

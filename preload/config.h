@@ -35,6 +35,14 @@ namespace perftracker::preload {
   X(PYTHON, Bool, python, true, "`0` leaves Python functions unrecorded")                      \
   X(PY_DEPTH, Uint, py_depth, 12,                                                              \
     "call-path depth of Python functions; deeper calls fold into their ancestor")              \
+  X(MODE, String, mode, nullptr,                                                               \
+    "`light` (default): cheap leaf Python functions fold into their caller, except recognized "\
+    "ones; `detailed`: every function, always")                                                \
+  X(LIGHT_MIN_US, Uint, light_min_us, 10,                                                       \
+    "light mode: a leaf Python function whose mean inclusive time over its first 32 calls is " \
+    "below this folds into its caller; 0 = none")                                              \
+  X(DETAILED_WINDOWS, Uint, detailed_windows, 3,                                                \
+    "windows a triggered detailed period lasts (from the next window boundary)")                \
   X(STEP_FUNCTION, String, step_function, nullptr,                                             \
     "comma-separated globs of the iteration function (qualname or `file:qualname`); "          \
     "default: optimizers' `step`")                                                             \

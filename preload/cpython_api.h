@@ -24,6 +24,8 @@ struct PyInterpreterState;
 // PEP 523: PyFrameObject* (3.9, 3.10) or _PyInterpreterFrame* (3.11+); same ABI either way.
 using EvalFrameFn = PyObject* (*)(PyThreadState*, void* frame, int throwflag);
 using CFunction = PyObject* (*)(PyObject* self, PyObject* args);
+// METH_FASTCALL: positional arguments as a C array (what sys.monitoring callbacks get cheapest).
+using FastCFunction = PyObject* (*)(PyObject* self, PyObject* const* args, ssize_t nargs);
 
 // PyMethodDef: unchanged since Python 2.
 struct MethodDef {
@@ -34,6 +36,7 @@ struct MethodDef {
 };
 inline constexpr int kMethVarargs = 0x1;
 inline constexpr int kMethNoargs = 0x4;
+inline constexpr int kMethFastcall = 0x80;
 
 // Where a version keeps the things the hooks read without calling Python.
 struct FrameLayout {
@@ -49,6 +52,12 @@ inline constexpr int kFrameOwnedByCStack = 3;  // 3.12+: the C entry shim frame,
 
 // Layout for 3.minor; false for a version we do not know.
 bool LayoutFor(int minor, FrameLayout* layout);
+
+// True when `object` lies in read-only memory of a loaded image (a const static object, or
+// RELRO data), where CPython's own writes (co_extra) would fault: 3.13's `_Py_InitCleanup`
+// shim code object is one, and appears on the stack during `__init__` calls. Cold: walks the
+// program headers.
+bool InReadOnlyImage(const void* object);
 
 struct Api {
   // Present from the start (the constructor resolves them to tell a Python process apart).
@@ -82,6 +91,9 @@ struct Api {
   PyObject* (*DictGetItemString)(PyObject*, const char*) = nullptr;
   PyObject* (*CallMethodObjArgs)(PyObject*, PyObject*, ...) = nullptr;
   PyObject* (*UnicodeFromString)(const char*) = nullptr;
+  PyObject* (*LongFromLong)(long) = nullptr;
+  PyObject* (*DictNew)() = nullptr;
+  PyObject* (*CallObject)(PyObject*, PyObject*) = nullptr;
   PyObject* none = nullptr;         // &_Py_NoneStruct
   const void* code_type = nullptr;  // &PyCode_Type
 };

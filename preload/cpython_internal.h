@@ -25,7 +25,13 @@ struct CodeInfo {
   bool always = false;  // recognized (step, dataloader, sync, collective, backward): recorded
                         // beyond PERFTRACKER_PY_DEPTH
   bool step = false;    // the iteration function: MarkIteration when it returns
+  bool light = false;   // cheap: folded into the caller outside detailed windows
   uint8_t next_way = 0;
+  // Light mode's cost probe: calls still to be timed before `light` is decided (0: decided, or
+  // never folded), and their inclusive time so far.
+  static constexpr uint8_t kProbeCalls = 32;
+  uint8_t probe_left = 0;
+  uint64_t probe_ns = 0;
   // Interned slot per parent slot: a call path of bounded depth is (code, parent slot).
   Slot parents[kCacheWays] = {kNoSlot, kNoSlot, kNoSlot, kNoSlot};
   Slot slots[kCacheWays] = {kNoSlot, kNoSlot, kNoSlot, kNoSlot};
@@ -37,7 +43,11 @@ struct HookState {
   FrameLayout layout;
   ssize_t extra_index = -1;
   EvalFrameFn previous = nullptr;  // chained: the default evaluator, or a tool installed earlier
+  bool monitoring = false;         // sys.monitoring took over (3.12+): EvalHook passes through
   uint32_t depth_bound = 12;
+  uint32_t window_iters = 10;
+  uint64_t light_min_ns = 0;  // 0: nothing is folded for being cheap
+  uint64_t iterations = 0;    // step functions that returned
 };
 extern HookState g_hook;
 
@@ -46,6 +56,11 @@ extern HookState g_hook;
 void InitRules(const char* step_function, const char* include);
 // First sight of a code object: names it and classifies it. nullptr when it cannot be named.
 [[gnu::cold]] CodeInfo* NewCodeInfo(PyObject* code);
+// The first calls of a function that light mode may fold: decides `light` after kProbeCalls.
+// Only leaves fold (no recorded callee while probed): folding one changes no other function's
+// call path, so a rank that decides differently near the threshold differs in that function
+// alone, never in the ids of a whole subtree.
+[[gnu::cold]] void ProbeCost(CodeInfo* info, uint64_t inclusive_ns, bool had_callees);
 // Cache miss: interns (kind, name, parent) with the recorder and remembers the slot.
 [[gnu::cold]] Slot InternSlot(CodeInfo* info, Slot parent);
 
@@ -59,12 +74,24 @@ void AdoptAsMainThread();
 void MainThreadStack(std::vector<std::string>* frames);
 // Frames the hook saw on the calling thread so far (recorded or not).
 uint64_t ThreadHookCalls();
+// The facts of a code object that is never recorded (our own probe function).
+CodeInfo* UnrecordedInfo();
 // Time the calling thread's innermost recorded frame spent in something recorded on its own
 // (a GC pause): counted as a callee's, so it leaves the frame's self time. GIL held.
 void ChargeToCaller(uint64_t ns);
 
+// sys.monitoring events (3.12+), fed to the same shadow stack as EvalHook: a frame of `code`
+// starts (PY_START, PY_RESUME, PY_THROW) or ends (PY_RETURN, PY_YIELD, PY_UNWIND). Frames that
+// began before monitoring did end unmatched and are left to whoever pushed them. GIL held.
+void MonitorStart(PyObject* code);
+void MonitorEnd();
+
 // cpython_install.cpp: notices when another tool took the frame-evaluation slot. GIL held.
 void CheckEvalHook();
+
+// cpython_monitoring.cpp: records through sys.monitoring (tool id 4, else 3) from now on;
+// false (Python error cleared) before 3.12 or when both tool ids are taken. GIL held.
+bool StartMonitoring(int* tool_id);
 
 // cpython_gc.cpp: gc.callbacks → kGc events, atexit → Flush(). GIL held.
 void InstallGcCallback();

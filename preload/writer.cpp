@@ -19,6 +19,7 @@
 #include "preload/clock.h"
 #include "preload/collective_iterations.h"
 #include "preload/log.h"
+#include "preload/mode_trigger.h"
 #include "preload/recorder_state.h"
 #include "preload/segment_order.h"
 
@@ -35,6 +36,7 @@ struct WriterState {
   std::unique_ptr<format::RingWriter> ring;
   std::unique_ptr<Aggregator> aggregator;
   CollectiveIterations collective_iterations;  // iterations when Python marks none
+  std::unique_ptr<ModeTrigger> mode_trigger;   // light / detailed Python recording
   format::WindowEncoder encoder;
   flatbuffers::FlatBufferBuilder live_builder;
   std::vector<Event> batch;
@@ -70,7 +72,8 @@ void CollectHealth(WriterState& w, ThreadRing* ring) {
   *it = RingCounters{ring, dropped, ns, calls};
 }
 
-void Append(WriterState& w, const format::Window& window) {
+void Append(WriterState& w, format::Window& window) {
+  window.detailed = w.mode_trigger->Detailed(window.iter_begin);
   const auto bytes = w.encoder.Encode(window);
   if (w.ring->Append(bytes, w.encoder.static_tail_size())) {
     ++w.windows_written;
@@ -114,7 +117,11 @@ void Round(WriterState& w) {
   }
   w.collective_iterations.Synthesize(&w.batch, tables);
   OrderBySegment(&w.batch, &w.segments);
-  for (const Event& e : w.batch) w.aggregator->Add(e, tables);
+  for (const Event& e : w.batch) {
+    if (e.type == EventType::kIteration) w.mode_trigger->OnIteration(e.t);
+    w.aggregator->Add(e, tables);
+  }
+  w.mode_trigger->Poll(now);
   while (auto window = w.aggregator->TakeFinished(now, tables)) Append(w, *window);
   if (now - w.last_live_ns >= 1'000'000'000ull) WriteLive(w, now);
 }
@@ -204,6 +211,10 @@ bool StartWriter(const Config& config, const format::Identity& identity, const s
   w->aggregator = std::make_unique<Aggregator>(
       config.window_iters, config.window_s * 1'000'000'000ull, identity.start_mono_ns);
   w->drain_ns = config.drain_ms * 1'000'000ull;
+  // $PERFTRACKER_DIR/<job>/trigger: two levels above the ring file (<job>/<host>/rank-N.ptr).
+  const std::string host_dir = path.substr(0, path.rfind('/'));
+  w->mode_trigger =
+      std::make_unique<ModeTrigger>(config, host_dir.substr(0, host_dir.rfind('/')) + "/trigger");
   w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (w->wake_fd < 0 || pipe2(w->done_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
     Warn("cannot create the writer's wake-up channel; not recording");

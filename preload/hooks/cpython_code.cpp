@@ -184,10 +184,12 @@ void Classify(CodeInfo* info, const char* file, const char* qualname) {
     }
   }
   bool included = !g_rules.include_filters;
+  bool named = false;  // matched a user pattern: the user wants it, cheap or not
   for (int i = 0; i < g_rules.includes; ++i) {
     const Pattern& p = g_rules.include[i];
     if (!Matches(p.glob, file, qualname)) continue;
     included = true;
+    named = true;
     if (p.kind != FunctionKind::kUnknown) {
       info->kind = p.kind;
       info->always = true;
@@ -195,6 +197,8 @@ void Classify(CodeInfo* info, const char* file, const char* qualname) {
   }
   info->always = info->always || info->step;
   info->record = included || info->always;
+  const bool may_fold = info->record && !info->always && !named && g_hook.light_min_ns > 0;
+  info->probe_left = may_fold ? CodeInfo::kProbeCalls : 0;
 }
 
 }  // namespace
@@ -240,6 +244,15 @@ CodeInfo* NewCodeInfo(PyObject* code) {
   info->name[at] = '\0';
   Classify(info, file, qualname);
   return info;
+}
+
+void ProbeCost(CodeInfo* info, uint64_t inclusive_ns, bool had_callees) {
+  info->probe_ns += inclusive_ns;
+  if (had_callees) {
+    info->probe_left = 0;
+  } else if (--info->probe_left == 0) {
+    info->light = info->probe_ns < CodeInfo::kProbeCalls * g_hook.light_min_ns;
+  }
 }
 
 Slot InternSlot(CodeInfo* info, Slot parent) {

@@ -17,6 +17,7 @@
 #include <atomic>
 
 #include "preload/cpython_internal.h"
+#include "preload/py_mode.h"
 #include "preload/python_context.h"
 
 namespace perftracker::preload {
@@ -25,7 +26,7 @@ namespace {
 
 struct ShadowFrame {
   const void* frame;  // the evaluated frame (identifies seeds when they end unseen)
-  const CodeInfo* info;
+  CodeInfo* info;
   Slot slot;
   uint32_t unused;
   uint64_t start_ns;
@@ -35,6 +36,9 @@ static_assert(sizeof(ShadowFrame) == 40);
 
 // Frames deeper than this are passed through unrecorded (their time stays in the caller).
 constexpr uint32_t kCapacity = 256;
+// sys.monitoring frames deeper than this (recorded or not) are not recorded.
+constexpr uint32_t kMonitorWords = 16;
+constexpr uint32_t kMonitorCapacity = kMonitorWords * 64;
 
 struct ShadowStack {
   uint32_t depth;  // published with release stores for the live-slot reader
@@ -42,6 +46,10 @@ struct ShadowStack {
   uint32_t steps;  // nesting of step functions: only the outermost one ends an iteration
   uint64_t calls;  // evaluations seen (CheckEvalHook: are we still being called?)
   ShadowFrame frames[kCapacity];
+  // sys.monitoring has no C frame around a call: its start and end events pair by nesting.
+  // Bit i says whether the frame that started at monitoring depth i pushed a shadow frame.
+  uint32_t monitor_depth;
+  uint64_t monitor_pushed[kMonitorWords];
 };
 
 // Zero-initialized static TLS of the preloaded library: no allocation, no "initialized?" check.
@@ -100,15 +108,30 @@ inline Slot SlotOf(CodeInfo* info, Slot parent) {
   }
 }
 
-inline void Finish(ShadowStack& s, const ShadowFrame& f, const CodeInfo* info, uint64_t end) {
+// An iteration ended: the next one may begin a window, where the mode switches (py_mode.h).
+[[gnu::cold, gnu::noinline]] void EndIteration(uint64_t end) {
+  MarkIteration(end);
+  const uint64_t n = ++g_hook.iterations;
+  g_py_mode.python_iterations.store(n, std::memory_order_relaxed);
+  if (n % g_hook.window_iters == 0) ApplyPyModeAt(n / g_hook.window_iters);
+}
+
+inline void Finish(ShadowStack& s, const ShadowFrame& f, CodeInfo* info, uint64_t end) {
   const uint64_t duration = end - f.start_ns;
   const uint32_t depth = s.depth;
   if (depth > 0) s.frames[depth - 1].child_ns += duration;
+  if (info->probe_left != 0) [[unlikely]]
+    ProbeCost(info, duration, f.child_ns != 0);
   const bool iteration_end = info->step && --s.steps == 0;
   if (!Active()) return;  // a forked child: the recorder is off
   const uint64_t self = f.child_ns < duration ? duration - f.child_ns : 0;
   RecordCall(f.slot, end, duration, self);
-  if (iteration_end) MarkIteration(end);
+  if (iteration_end) EndIteration(end);
+}
+
+inline bool Folded(const CodeInfo* info, uint32_t depth) {
+  return !info->record || depth >= kCapacity || (depth >= g_hook.depth_bound && !info->always) ||
+         (info->light && !g_py_mode.detailed.load(std::memory_order_relaxed));
 }
 
 }  // namespace
@@ -116,7 +139,7 @@ inline void Finish(ShadowStack& s, const ShadowFrame& f, const CodeInfo* info, u
 PyObject* EvalHook(PyThreadState* tstate, void* frame, int throwflag) {
   const EvalFrameFn previous = g_hook.previous;
   PyObject* code = CodeOfFrame(frame);
-  if (code == nullptr || !Active()) return previous(tstate, frame, throwflag);
+  if (code == nullptr || !Active() || g_hook.monitoring) return previous(tstate, frame, throwflag);
   CodeInfo* info = InfoOf(code);
   ShadowStack& s = t_stack;
   ++s.calls;
@@ -125,9 +148,7 @@ PyObject* EvalHook(PyThreadState* tstate, void* frame, int throwflag) {
     TrimSeeds(s, tstate);
     depth = s.depth;
   }
-  if (!info->record || depth >= kCapacity || (depth >= g_hook.depth_bound && !info->always)) {
-    return previous(tstate, frame, throwflag);  // folded into the caller
-  }
+  if (Folded(info, depth)) return previous(tstate, frame, throwflag);
   const Slot slot = SlotOf(info, depth > 0 ? s.frames[depth - 1].slot : kNoSlot);
   if (slot == kNoSlot) return previous(tstate, frame, throwflag);  // function table full
   ShadowFrame& f = s.frames[depth];
@@ -156,7 +177,8 @@ void SeedCurrentThread(PyThreadState* tstate) {
         ReadField<char>(fr, static_cast<size_t>(l.owner_offset)) == kFrameOwnedByCStack) {
       continue;
     }
-    if (CodeOfFrame(fr) != nullptr) chain[n++] = fr;
+    const PyObject* code = CodeOfFrame(fr);
+    if (code != nullptr && !InReadOnlyImage(code)) chain[n++] = fr;
   }
   ShadowStack& s = t_stack;
   uint32_t depth = s.depth;
@@ -172,7 +194,42 @@ void SeedCurrentThread(PyThreadState* tstate) {
   StoreDepth(s, depth);
 }
 
+void MonitorStart(PyObject* code) {
+  if (!Active()) return;
+  CodeInfo* info = InfoOf(code);
+  ShadowStack& s = t_stack;
+  ++s.calls;
+  const uint32_t at = s.monitor_depth++;
+  if (at >= kMonitorCapacity) return;
+  uint64_t& word = s.monitor_pushed[at / 64];
+  const uint64_t bit = uint64_t{1} << (at % 64);
+  word &= ~bit;
+  const uint32_t depth = s.depth;
+  if (Folded(info, depth)) return;
+  const Slot slot = SlotOf(info, depth > 0 ? s.frames[depth - 1].slot : kNoSlot);
+  if (slot == kNoSlot) return;
+  word |= bit;
+  s.frames[depth] = ShadowFrame{nullptr, info, slot, 0, 0, 0};
+  s.steps += info->step;
+  StoreDepth(s, depth + 1);
+  s.frames[depth].start_ns = NowNs();
+}
+
+void MonitorEnd() {
+  ShadowStack& s = t_stack;
+  if (s.monitor_depth == 0 || !Active()) return;  // began before monitoring did
+  const uint32_t at = --s.monitor_depth;
+  if (at >= kMonitorCapacity || (s.monitor_pushed[at / 64] >> (at % 64) & 1) == 0) return;
+  const uint64_t end = NowNs();
+  const uint32_t depth = s.depth - 1;
+  StoreDepth(s, depth);
+  const ShadowFrame& f = s.frames[depth];
+  Finish(s, f, f.info, end);
+}
+
 uint64_t ThreadHookCalls() { return t_stack.calls; }
+
+CodeInfo* UnrecordedInfo() { return &g_unnamed; }
 
 void ChargeToCaller(uint64_t ns) {
   ShadowStack& s = t_stack;

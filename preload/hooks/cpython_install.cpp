@@ -11,12 +11,14 @@
 #include <pthread.h>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 
 #include "preload/config.h"
 #include "preload/cpython_internal.h"
 #include "preload/log.h"
+#include "preload/py_mode.h"
 
 namespace perftracker::preload::cpython {
 
@@ -56,10 +58,48 @@ void InstallEvalHook() {
 
 }  // namespace
 
+// Whether the installed (foreign) evaluator still reaches EvalHook: evaluates one frame of a
+// function of ours, unrecorded, and looks for it. No hook call since the last check alone does
+// not tell: a thread may just have been in C code (or in two gc.collect() calls in a row).
+// GIL held; any Python error is cleared, and then the answer is "no".
+bool CallsUs() {
+  static PyObject* probe = nullptr;  // `lambda: None`, kept for the process
+  PyObject *type, *value, *traceback;
+  g_api.ErrFetch(&type, &value, &traceback);
+  if (probe == nullptr) {
+    PyObject* builtins = g_api.ImportModule("builtins");
+    PyObject* name = g_api.UnicodeFromString("eval");
+    PyObject* source = g_api.UnicodeFromString("lambda: None");
+    PyObject* globals = g_api.DictNew();
+    if (builtins && name && source && globals) {
+      probe = g_api.CallMethodObjArgs(builtins, name, source, globals, nullptr);
+    }
+    PyObject* code = probe != nullptr ? g_api.GetAttrString(probe, "__code__") : nullptr;
+    if (code == nullptr || g_api.CodeSetExtra(code, g_hook.extra_index, UnrecordedInfo()) != 0) {
+      if (probe != nullptr) g_api.DecRef(probe);
+      probe = nullptr;
+    }
+    for (PyObject* o : {code, globals, source, name, builtins}) {
+      if (o != nullptr) g_api.DecRef(o);
+    }
+  }
+  bool called = false;
+  if (probe != nullptr) {
+    const uint64_t before = ThreadHookCalls();
+    PyObject* result = g_api.CallObject(probe, nullptr);
+    called = ThreadHookCalls() != before;
+    if (result != nullptr) g_api.DecRef(result);
+  }
+  g_api.ErrClear();
+  g_api.ErrRestore(type, value, traceback);
+  return called;
+}
+
 // GIL held (gc callback). Dynamo-style tools save the evaluator they find and restore it later;
 // one that enabled itself before us restores the default and silently drops our hook. A reset
-// to the default is undone; a foreign evaluator that no longer calls us (no hook call on this
-// thread since the last check) is reported once.
+// to the default is undone. A foreign evaluator that no longer calls us (no hook call on this
+// thread since the last check, nor for a probe frame) cannot be undone without fighting its owner:
+// on 3.12+ recording goes on through sys.monitoring; before, the loss is reported once.
 void CheckEvalHook() {
   static bool reported = false;
   static uint64_t last_calls = 0;
@@ -75,10 +115,18 @@ void CheckEvalHook() {
     Warn("the Python frame evaluator was reset by another tool; reinstalled");
     g_api.SetEvalFrameFunc(interp, &EvalHook);
     reported = true;
-  } else if (calls == last_calls) {
-    Warn(
-        "another tool replaced the Python frame evaluator; Python functions are no longer "
-        "recorded");
+  } else if (calls == last_calls && !CallsUs()) {
+    int tool_id = 0;
+    if (StartMonitoring(&tool_id)) {
+      Warn(
+          "another tool replaced the Python frame evaluator; recording through sys.monitoring "
+          "(tool id %d)",
+          tool_id);
+    } else {
+      Warn(
+          "another tool replaced the Python frame evaluator; Python functions are no longer "
+          "recorded");
+    }
     reported = true;
   }
   last_calls = calls;
@@ -105,6 +153,13 @@ void Install() {
     return;
   }
   g_hook.depth_bound = static_cast<uint32_t>(g_config.py_depth);
+  g_hook.window_iters = static_cast<uint32_t>(std::max<uint64_t>(g_config.window_iters, 1));
+  bool mode_ok = true;
+  const bool detailed = ParseDetailedMode(g_config.mode, &mode_ok);
+  if (!mode_ok) Warn("PERFTRACKER_MODE=%s is neither light nor detailed; light", g_config.mode);
+  g_py_mode.forced.store(detailed);
+  g_py_mode.detailed.store(detailed);
+  g_hook.light_min_ns = detailed ? 0 : g_config.light_min_us * 1000;
   InitRules(g_config.step_function, g_config.py_include);
   InstallEvalHook();
   if (pthread_equal(pthread_self(), g_main_thread)) {

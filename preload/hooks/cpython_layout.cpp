@@ -1,5 +1,6 @@
 // CPython C API resolution and per-version frame layouts (see preload/cpython_api.h).
 #include <dlfcn.h>
+#include <link.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -61,6 +62,28 @@ bool LayoutFor(int minor, FrameLayout* layout) {
   return true;
 }
 
+bool InReadOnlyImage(const void* object) {
+  struct Query {
+    uintptr_t address;
+    bool read_only;
+  } query{reinterpret_cast<uintptr_t>(object), false};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto* q = static_cast<Query*>(data);
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          const uintptr_t start = info->dlpi_addr + ph.p_vaddr;
+          if (q->address < start || q->address >= start + ph.p_memsz) continue;
+          if (ph.p_type == PT_GNU_RELRO || (ph.p_type == PT_LOAD && (ph.p_flags & PF_W) == 0)) {
+            q->read_only = true;
+          }
+        }
+        return q->read_only ? 1 : 0;
+      },
+      &query);
+  return query.read_only;
+}
+
 bool ResolveBootstrapApi() {
   if (!Resolve(&g_api.IsInitialized, "Py_IsInitialized")) return false;
   Resolve(&g_api.GILStateCheck, "PyGILState_Check");
@@ -92,7 +115,9 @@ bool ResolveApi() {
       Resolve(&a.TupleGetItem, "PyTuple_GetItem") &&
       Resolve(&a.DictGetItemString, "PyDict_GetItemString") &&
       Resolve(&a.CallMethodObjArgs, "PyObject_CallMethodObjArgs") &&
-      Resolve(&a.UnicodeFromString, "PyUnicode_FromString") && Resolve(&a.none, "_Py_NoneStruct") &&
+      Resolve(&a.UnicodeFromString, "PyUnicode_FromString") &&
+      Resolve(&a.LongFromLong, "PyLong_FromLong") && Resolve(&a.DictNew, "PyDict_New") &&
+      Resolve(&a.CallObject, "PyObject_CallObject") && Resolve(&a.none, "_Py_NoneStruct") &&
       Resolve(&a.code_type, "PyCode_Type");
   if (!ok) Warn("a CPython API function is missing; Python functions are not recorded");
   return ok;

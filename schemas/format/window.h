@@ -134,6 +134,7 @@ struct Window {
   std::vector<CollectivePattern> collectives;
   IterationStats iterations;
   Health health;
+  bool detailed = false;  // Python functions in detailed mode (PERFTRACKER_MODE)
   bool operator==(const Window&) const = default;
 };
 

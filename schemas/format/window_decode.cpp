@@ -163,6 +163,7 @@ bool DecodeWindow(std::span<const uint8_t> bytes, Window* out) {
   out->start_mono_ns = w->start_mono_ns();
   out->end_mono_ns = w->end_mono_ns();
   out->start_real_ns = w->start_real_ns();
+  out->detailed = w->detailed();
   if (!DecodeFunctions(w->functions(), &out->functions)) return false;
   if (!DecodeCollectives(w->collectives(), &out->collectives)) return false;
   out->iterations = IterationStats{};

@@ -35,6 +35,13 @@ TEST_CASE("an empty window round-trips", "[codec]") {
   CHECK(RoundTrip(w) == w);
 }
 
+TEST_CASE("the window's recording mode round-trips; absent reads as light", "[codec]") {
+  Window w;
+  w.detailed = true;
+  CHECK(RoundTrip(w).detailed);
+  CHECK_FALSE(RoundTrip(Window{}).detailed);  // the field is left out when false, as old writers
+}
+
 TEST_CASE("function ids follow kind, name and caller, and agree across ranks", "[codec]") {
   const Window a = synthetic::MakeWindow(synthetic::JobShape{}, 0, 8, 0);
   const Window b = synthetic::MakeWindow(synthetic::JobShape{}, 7, 8, 4);

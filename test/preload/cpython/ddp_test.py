@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """torchrun (2 ranks, gloo, Debian's torch) under LD_PRELOAD: the data loader, the optimizer step
 (iterations) and torch.distributed collectives are recognized, with the same function ids and
-counts on every rank.
+counts on every rank. A trigger file naming iteration 4 (windows of 4 iterations) makes both
+ranks record detailed windows from iteration 4 on, alike.
 
   ddp_test.py --lib libperftracker.so --perftracker CLI [--nproc 2]
 """
@@ -24,16 +25,18 @@ def fail(msg):
 
 def load(cli, path):
     out = subprocess.run([cli, "dump", path], capture_output=True, text=True, check=True).stdout
-    fns, iterations = {}, 0
+    fns, iterations, modes = {}, 0, []
     for line in out.splitlines():
         rec = json.loads(line)
         if rec.get("type") != "window":
             continue
         iterations += rec["iterations"]["count"]
+        if rec["iterations"]["count"]:
+            modes.append((rec["iter_begin"], rec["mode"]))
         for p in rec["functions"]:
             fn = fns.setdefault(p["id"], {"kind": p["kind"], "name": p["name"], "count": 0})
             fn["count"] += p["count"]
-    return fns, iterations
+    return fns, iterations, modes
 
 
 def main():
@@ -44,7 +47,11 @@ def main():
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PERFTRACKER_")}
-        env.update({"LD_PRELOAD": args.lib, "PERFTRACKER_DIR": tmp, "OMP_NUM_THREADS": "1"})
+        env.update({"LD_PRELOAD": args.lib, "PERFTRACKER_DIR": tmp, "OMP_NUM_THREADS": "1",
+                    "PERFTRACKER_JOB_ID": "ddp", "PERFTRACKER_WINDOW_ITERS": "4"})
+        os.makedirs(os.path.join(tmp, "ddp"))
+        with open(os.path.join(tmp, "ddp", "trigger"), "w") as out:
+            out.write("4\n")
         cmd = ["/usr/bin/python3", "-m", "torch.distributed.run", "--standalone",
                "--nproc_per_node", str(args.nproc), "--redirects", "1", "--tee", "1",
                os.path.join(HERE, "ddp_job.py")]
@@ -57,7 +64,10 @@ def main():
                  f"{files}")
         ranks = [load(args.perftracker, f) for f in files]
     signatures = []
-    for r, (fns, iterations) in enumerate(ranks):
+    want_modes = [(0, "light"), (4, "detailed"), (8, "detailed")]
+    for r, (fns, iterations, modes) in enumerate(ranks):
+        if modes != want_modes:
+            fail(f"rank {r}: window modes {modes}, expected {want_modes}")
         if iterations != STEPS:
             fail(f"rank {r}: {iterations} iterations, expected {STEPS}")
         loader = {i: f for i, f in fns.items() if f["kind"] == "dataloader"}

@@ -2,7 +2,9 @@
 """Per-call overhead of the CPython hooks: a tight loop of calls of a trivial function, with and
 without libperftracker.so preloaded (RANK=0), min of several runs, ns per call. Columns:
 base (no library), folded (hook installed, every function excluded by PERFTRACKER_PY_INCLUDE:
-the cost of the hook's lookups alone), recorded (two clock reads + one recorder event per call).
+the cost of the hook's lookups alone), light (the default mode: f proves cheap in its first 32
+calls and folds into its caller), detailed (PERFTRACKER_MODE=detailed: two clock reads + one
+recorder event per call).
 
   overhead_bench.py --lib libperftracker.so PYTHON...
 """
@@ -48,16 +50,17 @@ def main():
     args = ap.parse_args()
     base_env = {k: v for k, v in os.environ.items()
                 if not k.startswith("PERFTRACKER_") and k not in ("RANK", "LOCAL_RANK")}
-    print(f"{'python':<42} {'base':>6} {'folded':>7} {'recorded':>9}   (ns per call; "
-          f"added ns in brackets)")
+    print(f"{'python':<42} {'base':>6} {'folded':>7} {'light':>6} {'detailed':>9}   "
+          f"(ns per call; added ns in brackets)")
     with tempfile.TemporaryDirectory() as tmp:
         hooked_env = {**base_env, "LD_PRELOAD": args.lib, "RANK": "0", "PERFTRACKER_DIR": tmp}
         for py in args.pythons:
             base = measure(py, base_env)
             folded = measure(py, {**hooked_env, "PERFTRACKER_PY_INCLUDE": "no-such-function"})
-            recorded = measure(py, hooked_env)
-            print(f"{py:<42} {base:6.1f} {folded:7.1f} {recorded:9.1f}   "
-                  f"(+{folded - base:.1f}, +{recorded - base:.1f})")
+            light = measure(py, {**hooked_env, "PERFTRACKER_MODE": "light"})
+            detailed = measure(py, {**hooked_env, "PERFTRACKER_MODE": "detailed"})
+            print(f"{py:<42} {base:6.1f} {folded:7.1f} {light:6.1f} {detailed:9.1f}   "
+                  f"(+{folded - base:.1f}, +{light - base:.1f}, +{detailed - base:.1f})")
 
 
 if __name__ == "__main__":

@@ -20,9 +20,24 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KIND = {1: "python", 6: "collective", 7: "sync", 8: "gc", 9: "dataloader"}
+
+
+# Runs the script named by argv[1] under a trace function that counts the calls of f.
+TRACED = """
+import runpy, sys
+calls = [0]
+def tracer(frame, event, arg):
+    if event == "call" and frame.f_code.co_name == "f":
+        calls[0] += 1
+sys.settrace(tracer)
+runpy.run_path(sys.argv[1], run_name="__main__")
+sys.settrace(None)
+print("traced f:", calls[0])
+"""
 
 
 def fail(msg):
@@ -35,17 +50,24 @@ def expect(cond, msg):
         fail(msg)
 
 
-def run(args, env_extra, tmp, script="workload.py", unset=(), python_args=()):
+def test_env(args, env_extra, tmp, unset=()):
     env = dict(os.environ)
     for k in list(env):
         if k.startswith("PERFTRACKER_") or k in ("RANK", "LOCAL_RANK"):
             del env[k]
+    # Exact counts of every call: detailed mode, unless a case asks for light.
     env.update({"LD_PRELOAD": args.lib, "PERFTRACKER_DIR": tmp, "RANK": "0",
-                "PERFTRACKER_JOB_ID": "cpython-test"})
+                "PERFTRACKER_JOB_ID": "cpython-test", "PERFTRACKER_MODE": "detailed"})
     for k in unset:
         env.pop(k, None)
     env.update(env_extra)
-    p = subprocess.run([args.python, *python_args, os.path.join(HERE, script)], env=env,
+    return env
+
+
+def run(args, env_extra, tmp, script="workload.py", unset=(), python_args=(), script_args=()):
+    env = test_env(args, env_extra, tmp, unset)
+    p = subprocess.run([args.python, *python_args, os.path.join(HERE, script), *script_args],
+                       env=env,
                        capture_output=True, text=True, timeout=300)
     if p.returncode != 0:
         fail(f"{args.python} exited {p.returncode}: {p.stderr[-2000:]}")
@@ -98,6 +120,61 @@ def load_ring(cli, tmp):
     return fns, iterations, stack
 
 
+def load_windows(cli, tmp, rank=0):
+    """Per window: (iter_begin, mode, {qualname: count}) of the Python functions."""
+    files = glob.glob(os.path.join(tmp, "**", f"rank-{rank}.ptr"), recursive=True)
+    expect(len(files) == 1, f"expected one ring file, found {files}")
+    out = subprocess.run([cli, "dump", files[0]], capture_output=True, text=True, check=True)
+    windows = []
+    for line in out.stdout.splitlines():
+        rec = json.loads(line)
+        if rec.get("type") != "window":
+            continue
+        counts = {}
+        for p in rec["functions"]:
+            if p["kind"] == "python":
+                q = p["name"].rsplit(":", 1)[-1]
+                counts[q] = counts.get(q, 0) + p["count"]
+        windows.append((rec["iter_begin"], rec.get("mode"), counts))
+    return sorted(windows, key=lambda w: w[0])
+
+
+def check_modes(args, tmp, light, iterations):
+    """tiny: 100 calls an iteration, folded after its 32 probe calls in light mode; work and
+    train_step: once an iteration, recorded in both modes."""
+    fns, marked, _ = load_probe(tmp) if args.probe else load_ring(args.perftracker, tmp)
+    expect(marked == iterations, f"iterations: {marked}")
+    tiny = sum(f.count for f in find(fns, "tiny", "train_step"))
+    expect(tiny == (32 if light else 100 * iterations), f"tiny recorded {tiny} times")
+    # tiny's 32 probe calls are its first 32 calls, all from train_step in iteration 0.
+    tiny_in_wrapper = sum(f.count for f in find(fns, "tiny", "wrapper"))
+    expect(tiny_in_wrapper == (0 if light else iterations), f"tiny in wrapper {tiny_in_wrapper}")
+    for q in ("work", "train_step", "wrapper"):
+        expect(sum(f.count for f in find(fns, q)) == iterations, f"{q} count")
+    if not args.probe:
+        modes = {w[1] for w in load_windows(args.perftracker, tmp)}
+        expect(modes == {"light" if light else "detailed"}, f"window modes {modes}")
+
+
+def check_detailed_period(args, tmp, first_allowed):
+    """Exactly PERFTRACKER_DETAILED_WINDOWS (3) consecutive detailed windows, starting at a
+    window boundary in first_allowed; in them tiny is recorded at every call, elsewhere (after
+    its probe, all in window 0) never."""
+    windows = load_windows(args.perftracker, tmp)
+    detailed = [w for w in windows if w[1] == "detailed"]
+    begins = [w[0] for w in detailed]
+    expect(len(detailed) == 3 and begins[0] in first_allowed and
+           begins == [begins[0], begins[0] + 10, begins[0] + 20],
+           f"detailed windows begin at {begins}; all: {[(w[0], w[1]) for w in windows]}")
+    for begin, mode, counts in windows:
+        # 10 iterations of 100 calls from train_step and 1 from wrapper.
+        want = 1010 if mode == "detailed" else (32 if begin == 0 else 0)
+        expect(counts.get("tiny", 0) == want,
+               f"window {begin} ({mode}): tiny {counts.get('tiny', 0)}, expected {want}")
+        expect(begin + 10 > windows[-1][0] or counts.get("work") == 10,
+               f"window {begin}: work {counts.get('work')}")
+
+
 def find(fns, qualname, parent=None):
     """Functions whose qualname is `qualname` (and whose caller's qualname is `parent`)."""
     out = [f for f in fns.values() if f.name.rsplit(":", 1)[-1] == qualname and f.count]
@@ -106,7 +183,7 @@ def find(fns, qualname, parent=None):
     return out
 
 
-def check_workload(fns, iterations, stack, probe, minor):
+def check_workload(fns, iterations, stack, probe, minor, monitored=False):
     f_g, f_h = find(fns, "f", "g"), find(fns, "f", "h")
     expect(len(f_g) == 1 and f_g[0].count == 1000, f"f from g: {[x.count for x in f_g]}")
     expect(len(f_h) == 1 and f_h[0].count == 10, f"f from h: {[x.count for x in f_h]}")
@@ -123,8 +200,9 @@ def check_workload(fns, iterations, stack, probe, minor):
     leaf = find(fns, "leaf", "worker")
     expect(len(leaf) == 1 and leaf[0].count == 300, "thread started later: leaf x300")
     gen = find(fns, "gen", "main")
-    # 5 yields + the final return; 3.11+ also evaluates the creating call (RETURN_GENERATOR).
-    resumptions = 7 if minor >= 11 else 6
+    # 5 yields + the final return; 3.11+ also evaluates the creating call (RETURN_GENERATOR),
+    # which sys.monitoring does not report.
+    resumptions = 7 if minor >= 11 and not monitored else 6
     expect(len(gen) == 1 and gen[0].count == resumptions,
            f"generator evaluations: {[x.count for x in gen]}")
     expect(len(find(fns, "raise_inside", "main")) == 1, "a call that raises is recorded")
@@ -151,6 +229,7 @@ def main():
     ap.add_argument("--probe", action="store_true")
     ap.add_argument("--perftracker")
     ap.add_argument("--case", default="workload")
+    ap.add_argument("--foreign", help="libcpython_foreign_eval.so (case foreign_evaluator)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         if args.case == "workload":
@@ -160,6 +239,17 @@ def main():
             data = load_probe(tmp) if args.probe else load_ring(args.perftracker, tmp)
             minor = int(p.stdout.split("workload: done (3, ")[1].split(")")[0])
             check_workload(*data, probe=args.probe, minor=minor)
+        elif args.case == "workload_monitored":
+            # 3.12+: the whole workload (threads, generators, exceptions, gc, iterations)
+            # through sys.monitoring, after a foreign evaluator took the slot.
+            p = run(args, {"PERFTRACKER_STEP_FUNCTION": "train_step"}, tmp,
+                    script="foreign_run.py",
+                    script_args=(args.foreign, os.path.join(HERE, "workload.py")))
+            warnings = [l for l in p.stderr.splitlines() if l.startswith("perftracker:")]
+            expect(len(warnings) == 1 and "sys.monitoring" in warnings[0], f"stderr: {p.stderr}")
+            data = load_probe(tmp) if args.probe else load_ring(args.perftracker, tmp)
+            minor = int(p.stdout.split("workload: done (3, ")[1].split(")")[0])
+            check_workload(*data, probe=args.probe, minor=minor, monitored=True)
         elif args.case == "cprofile":
             p = run(args, {"PERFTRACKER_STEP_FUNCTION": "train_step"}, tmp,
                     python_args=("-m", "cProfile", "-s", "calls"))
@@ -168,6 +258,15 @@ def main():
             data = load_probe(tmp) if args.probe else load_ring(args.perftracker, tmp)
             expect(sum(x.count for x in find(data[0], "f")) == 1017, "our count of f")
             expect(data[1] == 7, f"iterations under cProfile: {data[1]}")
+        elif args.case == "settrace":
+            # A debugger's trace function (sys.settrace, what pdb uses) sees every call of f
+            # on the main thread while we record them all too.
+            p = run(args, {"PERFTRACKER_STEP_FUNCTION": "train_step"}, tmp,
+                    python_args=("-c", TRACED))
+            traced = int(p.stdout.split("traced f: ")[1].split()[0])
+            expect(traced == 1017, f"the trace function's count of f: {traced}")
+            data = load_probe(tmp) if args.probe else load_ring(args.perftracker, tmp)
+            expect(sum(x.count for x in find(data[0], "f")) == 1017, "our count of f")
         elif args.case == "torch_profiler":
             counts = []
             for extra, unset in (({}, ()), ({}, ("LD_PRELOAD", "RANK"))):
@@ -183,6 +282,101 @@ def main():
             fns = load_probe(tmp)[0] if args.probe else load_ring(args.perftracker, tmp)[0]
             counts = {q: [x.count for x in find(fns, "f", q)] for q in ("before", "after")}
             expect(counts == {"before": [50], "after": [100]}, f"f counts: {counts}")
+        elif args.case == "foreign_chained":
+            p = run(args, {}, tmp, script="foreign_workload.py", script_args=(args.foreign, "chain"))
+            expect(int(p.stdout.split("foreign evaluations: ")[1].split()[0]) > 0,
+                   "the foreign evaluator ran")
+            expect("perftracker:" not in p.stderr, f"unexpected warnings: {p.stderr}")
+            fns = load_probe(tmp)[0] if args.probe else load_ring(args.perftracker, tmp)[0]
+            counts = {q: [x.count for x in find(fns, "f", q)] for q in ("before", "after")}
+            expect(counts == {"before": [50], "after": [100]}, f"f counts: {counts}")
+            raised = [x.count for x in find(fns, "raise_inside", "nested")]
+            expect(raised == [3], f"raise_inside: {raised}")
+        elif args.case in ("foreign_evaluator", "foreign_cprofile_tool3"):
+            # foreign_cprofile_tool3 (3.12+): cProfile (tool id 2) watches too, and tool id 4 is
+            # taken: we record through tool id 3, and cProfile still counts every call.
+            minor = int(subprocess.run([args.python, "-c", "import sys; print(sys.version_info[1])"],
+                                       capture_output=True, text=True).stdout)
+            monitored = minor >= 12
+            crowded = args.case == "foreign_cprofile_tool3"
+            expect(monitored or not crowded, "foreign_cprofile_tool3 needs 3.12+")
+            p = run(args, {}, tmp, script="foreign_workload.py",
+                    script_args=(args.foreign, "take_tool_4") if crowded else (args.foreign,),
+                    python_args=("-m", "cProfile", "-s", "calls") if crowded else ())
+            expect(int(p.stdout.split("foreign evaluations: ")[1].split()[0]) > 0,
+                   "the foreign evaluator ran")
+            if crowded:
+                rows = [l.split() for l in p.stdout.splitlines() if l.endswith("(f)")]
+                expect(rows and rows[0][0] == "150", f"cProfile's count of f: {rows}")
+            warnings = [l for l in p.stderr.splitlines() if l.startswith("perftracker:")]
+            want = (f"sys.monitoring (tool id {3 if crowded else 4})" if monitored
+                    else "no longer recorded")
+            expect(len(warnings) == 1 and want in warnings[0], f"stderr: {p.stderr}")
+            fns = load_probe(tmp)[0] if args.probe else load_ring(args.perftracker, tmp)[0]
+            counts = {q: [x.count for x in find(fns, "f", q)] for q in ("before", "after")}
+            tree = {(q, parent): [x.count for x in find(fns, q, parent)]
+                    for q, parent in (("after", "nested"), ("gen", "nested"),
+                                      ("raise_inside", "nested"))}
+            if monitored:
+                expect(counts == {"before": [50], "after": [100]}, f"f counts: {counts}")
+                # gen: PY_START + 5 PY_RESUME (monitoring never sees the creating call).
+                expect(tree == {("after", "nested"): [1], ("gen", "nested"): [6],
+                                ("raise_inside", "nested"): [3]}, f"call tree: {tree}")
+                nested = find(fns, "nested")
+                expect(len(nested) == 1 and nested[0].count == 1 and
+                       nested[0].total >= find(fns, "after", "nested")[0].total,
+                       f"nested: {[(x.count, x.total) for x in nested]}")
+            else:
+                expect(counts == {"before": [50], "after": []}, f"f counts: {counts}")
+        elif args.case in ("light", "detailed", "unknown_mode"):
+            # unknown_mode: one warning, then light.
+            light = args.case != "detailed"
+            mode = {"unknown_mode": "fast"}.get(args.case, args.case)
+            p = run(args, {"PERFTRACKER_STEP_FUNCTION": "train_step", "PERFTRACKER_MODE": mode},
+                    tmp, script="modes_workload.py", script_args=("plain", "30", "0.001"))
+            warnings = [l for l in p.stderr.splitlines() if l.startswith("perftracker:")]
+            expect(len(warnings) == (args.case == "unknown_mode") and
+                   all("PERFTRACKER_MODE=fast is neither" in w for w in warnings),
+                   f"stderr: {p.stderr}")
+            check_modes(args, tmp, light, 30)
+        elif args.case == "trigger_file":
+            p = run(args, {"PERFTRACKER_STEP_FUNCTION": "train_step", "PERFTRACKER_MODE": "light"},
+                    tmp, script="modes_workload.py", script_args=("trigger_file",))
+            expect("perftracker:" not in p.stderr, f"unexpected warnings: {p.stderr}")
+            check_detailed_period(args, tmp, (30,))
+        elif args.case == "trigger_iteration":
+            # Two ranks at different speeds see the trigger file appear at different iterations
+            # of theirs; the iteration it names makes both switch at iteration 100.
+            procs = []
+            for rank, seconds in ((0, "0.02"), (1, "0.04")):
+                env = test_env(args, {"PERFTRACKER_STEP_FUNCTION": "train_step",
+                                      "PERFTRACKER_MODE": "light", "RANK": str(rank)}, tmp)
+                procs.append(subprocess.Popen(
+                    [args.python, os.path.join(HERE, "modes_workload.py"), "plain", "130",
+                     seconds], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                    text=True))
+            time.sleep(0.3)
+            job = os.path.join(tmp, "cpython-test")
+            os.makedirs(job, exist_ok=True)
+            with open(os.path.join(job, "trigger.tmp"), "w") as out:
+                out.write("100\n")
+            os.rename(os.path.join(job, "trigger.tmp"), os.path.join(job, "trigger"))
+            for proc in procs:
+                _, err = proc.communicate(timeout=300)
+                expect(proc.returncode == 0 and "perftracker:" not in err, f"rank: {err}")
+            for rank in (0, 1):
+                windows = load_windows(args.perftracker, tmp, rank)
+                begins = [w[0] for w in windows if w[1] == "detailed"]
+                expect(begins == [100, 110, 120], f"rank {rank}: detailed windows {begins}")
+                tiny = [w[2].get("tiny", 0) for w in windows if w[1] == "detailed"]
+                expect(tiny == [1010] * 3, f"rank {rank}: tiny in detailed windows {tiny}")
+        elif args.case == "slowdown":
+            p = run(args, {"PERFTRACKER_STEP_FUNCTION": "train_step", "PERFTRACKER_MODE": "light"},
+                    tmp, script="modes_workload.py", script_args=("slowdown",))
+            expect("perftracker:" not in p.stderr, f"unexpected warnings: {p.stderr}")
+            # 10 ms steps until iteration 100, then 20 ms: the mean of 50 passes 1.05 x the low
+            # 3 slow steps in; decided at the boundary after that (110), applied at the next.
+            check_detailed_period(args, tmp, (120, 130))
         elif args.case in ("disabled", "norank"):
             extra = {"PERFTRACKER_ENABLE": "0"} if args.case == "disabled" else {}
             unset = ("RANK",) if args.case == "norank" else ()

@@ -1,0 +1,58 @@
+"""Workload for the light/detailed mode tests (run_test.py --case light|detailed|trigger_file|
+slowdown), run with PERFTRACKER_STEP_FUNCTION=train_step and 10 iterations a window.
+
+Every iteration is train_step(i): tiny() 100 times (a leaf of well under a microsecond: light
+mode folds it after its 32 probe calls) and work() once (a sleep of milliseconds: recorded in
+both modes). wrapper() calls tiny() once: as cheap, but not a leaf (tiny is still recorded when
+wrapper is probed), so it stays, and its calls of tiny fold like the others.
+  plain N SECONDS:   N iterations of SECONDS each
+  trigger_file:      70 iterations of 1 ms; after 25 iterations the workload creates
+                     $PERFTRACKER_DIR/<job>/trigger and waits 2.5 s (the writer looks once a
+                     second): detailed windows start at iteration 30
+  slowdown:          100 iterations of 10 ms, then 100 of 20 ms: the slowdown trigger fires
+"""
+import os
+import sys
+import time
+
+
+def tiny(x):
+    return x + 1
+
+
+def work(seconds):
+    time.sleep(seconds)
+
+
+def wrapper(x):
+    return tiny(x)
+
+
+def train_step(i, seconds):
+    for _ in range(100):
+        tiny(i)
+    wrapper(i)
+    work(seconds)
+
+
+def main():
+    case = sys.argv[1]
+    if case == "plain":
+        for i in range(int(sys.argv[2])):
+            train_step(i, float(sys.argv[3]))
+    elif case == "trigger_file":
+        for i in range(70):
+            if i == 25:
+                job = os.path.join(os.environ["PERFTRACKER_DIR"], os.environ["PERFTRACKER_JOB_ID"])
+                os.makedirs(job, exist_ok=True)
+                open(os.path.join(job, "trigger"), "w").close()
+                time.sleep(2.5)
+            train_step(i, 0.001)
+    elif case == "slowdown":
+        for i in range(200):
+            train_step(i, 0.01 if i < 100 else 0.02)
+    print("modes workload: done")
+
+
+if __name__ == "__main__":
+    main()
