@@ -36,7 +36,18 @@ void Aggregator::Add(const Event& e, const Tables& tables) {
   }
 }
 
-void Aggregator::AddCall(const Event& e) { AddSample(e.slot, true, e.a, e.b, e.c, e.d); }
+void Aggregator::AddCall(const Event& e) {
+  if ((e.flags[0] & kCallSlice) == 0) {
+    AddSample(e.slot, true, e.a, e.b, e.c, e.d);
+    return;
+  }
+  if (e.slot >= functions_.size()) functions_.resize(e.slot + 1);
+  FunctionAcc& f = functions_[e.slot];
+  if (f.iter_count == 0 && f.iter_slice_ns == 0) touched_.push_back(e.slot);
+  f.slice_total += e.a;
+  f.slice_self += e.b;
+  f.iter_slice_ns += std::max<uint64_t>(e.a, 1);
+}
 
 void Aggregator::AddNativeCall(const Event& e, const Tables& tables) {
   const bool timed = (e.flags[0] & kNativeTimed) != 0;
@@ -59,7 +70,7 @@ void Aggregator::AddSample(Slot slot, bool timed, uint64_t ns, uint64_t self_ns,
   FunctionAcc& f = functions_[slot];
   ++f.count;
   f.bytes += bytes;
-  if (f.iter_count == 0) touched_.push_back(slot);
+  if (f.iter_count == 0 && f.iter_slice_ns == 0) touched_.push_back(slot);
   ++f.iter_count;
   if (!timed) return;
   f.min = f.timed == 0 ? ns : std::min(f.min, ns);
@@ -146,8 +157,8 @@ void Aggregator::EndIteration(uint64_t end_ns, const Tables& tables) {
       ns += (f.iter_count - f.iter_timed) * std::max<uint64_t>(mean, 1);
     }
     if (f.iter_timed > 0) f.mean_ns = f.iter_ns / f.iter_timed;
-    f.per_iteration.Add(ns);
-    f.iter_count = f.iter_timed = f.iter_ns = 0;
+    f.per_iteration.Add(ns + f.iter_slice_ns);
+    f.iter_count = f.iter_timed = f.iter_ns = f.iter_slice_ns = 0;
   }
   touched_.clear();
   ++iterations_;

@@ -45,6 +45,8 @@ class Aggregator {
     uint64_t device_samples = 0, device_ns = 0;
     // The iteration in progress (carried across windows): calls, timed calls, their time.
     uint64_t iter_count = 0, iter_timed = 0, iter_ns = 0;
+    // Slices of calls still running (kCallSlice): time without calls, added after scaling.
+    uint64_t slice_total = 0, slice_self = 0, iter_slice_ns = 0;
     uint64_t mean_ns = 0;  // of recent timed calls: the estimate when none was timed
     format::Histogram duration, device, per_iteration;
   };

@@ -41,7 +41,8 @@ format::Window Aggregator::Build(uint64_t end_ns, const Tables& tables) {
   const uint32_t known = tables.function_count.load(std::memory_order_acquire);
   std::vector<uint8_t> called(std::min<size_t>(functions_.size(), known), 0);
   for (size_t slot = 0; slot < called.size(); ++slot) {
-    called[slot] = functions_[slot].count > 0 || functions_[slot].device_samples > 0;
+    const FunctionAcc& f = functions_[slot];
+    called[slot] = f.count > 0 || f.device_samples > 0 || f.slice_total > 0;
   }
   const std::vector<uint32_t> slots = WindowSlots(called, tables);
   std::vector<int32_t> index(called.size(), -1);
@@ -53,8 +54,8 @@ format::Window Aggregator::Build(uint64_t end_ns, const Tables& tables) {
     p.name = entry.name;
     p.parent = entry.parent == kNoSlot || entry.parent >= index.size() ? -1 : index[entry.parent];
     p.count = f.count;
-    p.total_ns = ScaleToCount(f.total, f.timed, f.count, f.mean_ns);
-    p.self_ns = ScaleToCount(f.self, f.timed, f.count, f.mean_ns);
+    p.total_ns = ScaleToCount(f.total, f.timed, f.count, f.mean_ns) + f.slice_total;
+    p.self_ns = ScaleToCount(f.self, f.timed, f.count, f.mean_ns) + f.slice_self;
     p.min_ns = f.min;
     p.max_ns = f.max;
     p.wait_ns = f.wait;
@@ -71,6 +72,7 @@ format::Window Aggregator::Build(uint64_t end_ns, const Tables& tables) {
     carried.iter_count = f.iter_count;
     carried.iter_timed = f.iter_timed;
     carried.iter_ns = f.iter_ns;
+    carried.iter_slice_ns = f.iter_slice_ns;
     carried.mean_ns = f.timed > 0 ? f.total / f.timed : f.mean_ns;
     f = std::move(carried);
   }

@@ -14,7 +14,7 @@
 namespace perftracker::preload {
 
 enum class EventType : uint8_t {
-  kCall,        // slot, t = end, a = duration, b = self, c = wait, d = bytes
+  kCall,        // slot, t = end, a = duration, b = self, c = wait, d = bytes; flags[0]: CallFlags
   kNativeCall,  // slot = API function, a = site | extra << 32, t/b/d: see NativeCallFlags
   kDeviceTime,  // slot, a = device ns
   kCollLaunch,  // slot = collective, t = launch, a = seq, b = host ns, c = epoch after it
@@ -26,6 +26,10 @@ enum class EventType : uint8_t {
 // one (host time sampled, see SampleHostTime) has t = kEpochTag | the epoch it ran in, b = 0.
 // c = the Python function on top of the thread's stack (kNoSlot: none), d = bytes.
 enum NativeCallFlags : uint8_t { kNativeTimed = 1, kNativeBlocking = 2 };
+
+// kCall, flags in flags[0]. A slice is the time so far of a call still running (a loop that
+// lasts the whole job): time, but no call; the call's end reports only what comes after it.
+enum CallFlags : uint8_t { kCallSlice = 1 };
 
 // Epochs order untimed events without a clock: a process-wide counter that every iteration
 // marker and every collective launch advances. An event tagged with epoch e happened before the

@@ -196,6 +196,11 @@ void RecordCall(Slot slot, uint64_t end_ns, uint64_t duration_ns, uint64_t self_
   Push(Event{slot, EventType::kCall, {}, end_ns, duration_ns, self_ns, wait_ns, bytes});
 }
 
+void RecordSlice(Slot slot, uint64_t now_ns, uint64_t duration_ns, uint64_t self_ns) {
+  if (slot == kNoSlot) return;
+  Push(Event{slot, EventType::kCall, {kCallSlice, 0, 0}, now_ns, duration_ns, self_ns, 0, 0});
+}
+
 void PushEventSlow(const Event& e) { PushSlow(e); }
 
 bool ReloadHostSample() {
@@ -232,6 +237,7 @@ void RecordCollectiveDone(Slot collective, uint64_t seq, uint64_t device_ns) {
 }
 
 void MarkIteration(uint64_t end_ns) {
+  g_slice_epoch.fetch_add(1, std::memory_order_relaxed);
   const uint64_t epoch = g_event_epoch.fetch_add(1, std::memory_order_relaxed) + 1;
   Push(Event{0, EventType::kIteration, {}, end_ns, epoch, 0, 0, 0});
 }

@@ -61,6 +61,16 @@ void SetPythonStackProvider(PythonStackProvider provider);
 //   synchronizing call; bytes: bytes moved (copies, collectives).
 void RecordCall(Slot slot, uint64_t end_ns, uint64_t duration_ns, uint64_t self_ns,
                 uint64_t wait_ns = 0, uint64_t bytes = 0);
+// Advanced at every iteration end and every window written. A Python frame still running from an
+// older epoch reports a slice of its time at its thread's next Python call (hooks/
+// cpython_eval.cpp), so the time of a loop that never returns (a background thread's) lands in
+// the iterations and windows where it was spent. Only frames open across an iteration boundary
+// are cut: the outer loop, background loops, not the calls inside a step.
+inline std::atomic<uint32_t> g_slice_epoch{0};
+
+// The time a call still running spent up to `now_ns` since its start or its previous slice
+// (kCallSlice): it counts in this window's totals, not as a call.
+void RecordSlice(Slot slot, uint64_t now_ns, uint64_t duration_ns, uint64_t self_ns);
 
 // One call of a hooked native API (CUDA runtime, driver), counted under its API function and,
 // when not kNoSlot, its call site and `extra` (kernel, copy kind): one event for all three.

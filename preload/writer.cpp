@@ -73,6 +73,7 @@ void CollectHealth(WriterState& w, ThreadRing* ring) {
 }
 
 void Append(WriterState& w, format::Window& window) {
+  g_slice_epoch.fetch_add(1, std::memory_order_relaxed);  // iterations may not come from Python
   window.detailed = w.mode_trigger->Detailed(window.iter_begin);
   const auto bytes = w.encoder.Encode(window);
   if (w.ring->Append(bytes, w.encoder.static_tail_size())) {

@@ -28,7 +28,7 @@ struct ShadowFrame {
   const void* frame;  // the evaluated frame (identifies seeds when they end unseen)
   CodeInfo* info;
   Slot slot;
-  uint32_t unused;
+  uint32_t epoch;  // g_slice_epoch when start_ns was last set
   uint64_t start_ns;
   uint64_t child_ns;  // inclusive time of recorded callees: self = duration - child
 };
@@ -129,6 +129,32 @@ inline void Finish(ShadowStack& s, const ShadowFrame& f, CodeInfo* info, uint64_
   if (iteration_end) EndIteration(end);
 }
 
+// The open frames of this thread started before the writer's last round: each reports the time
+// it ran so far as a slice and starts again from now. Innermost first, so that a running
+// callee's time is its caller's child time, as it will be when it returns.
+[[gnu::cold, gnu::noinline]] void SliceOpenFrames(ShadowStack& s, uint32_t depth) {
+  const uint32_t epoch = g_slice_epoch.load(std::memory_order_relaxed);
+  const uint64_t now = NowNs();
+  for (uint32_t i = depth; i-- > 0;) {
+    ShadowFrame& f = s.frames[i];
+    f.epoch = epoch;
+    if (!f.info->record) continue;  // an unrecorded seed: its time is its caller's
+    const uint64_t ran = now > f.start_ns ? now - f.start_ns : 0;
+    if (i > 0) s.frames[i - 1].child_ns += ran;
+    RecordSlice(f.slot, now, ran, f.child_ns < ran ? ran - f.child_ns : 0);
+    f.start_ns = now;
+    f.child_ns = 0;
+  }
+}
+
+// One load and compare on every evaluation.
+inline void SliceIfStale(ShadowStack& s, uint32_t depth) {
+  if (depth > 0 && s.frames[depth - 1].epoch != g_slice_epoch.load(std::memory_order_relaxed))
+      [[unlikely]] {
+    SliceOpenFrames(s, depth);
+  }
+}
+
 inline bool Folded(const CodeInfo* info, uint32_t depth) {
   return !info->record || depth >= kCapacity || (depth >= g_hook.depth_bound && !info->always) ||
          (info->light && !g_py_mode.detailed.load(std::memory_order_relaxed));
@@ -148,6 +174,7 @@ PyObject* EvalHook(PyThreadState* tstate, void* frame, int throwflag) {
     TrimSeeds(s, tstate);
     depth = s.depth;
   }
+  SliceIfStale(s, depth);
   if (Folded(info, depth)) return previous(tstate, frame, throwflag);
   const Slot slot = SlotOf(info, depth > 0 ? s.frames[depth - 1].slot : kNoSlot);
   if (slot == kNoSlot) return previous(tstate, frame, throwflag);  // function table full
@@ -156,6 +183,7 @@ PyObject* EvalHook(PyThreadState* tstate, void* frame, int throwflag) {
   f.info = info;
   f.slot = slot;
   f.child_ns = 0;
+  f.epoch = g_slice_epoch.load(std::memory_order_relaxed);
   s.steps += info->step;
   StoreDepth(s, depth + 1);
   f.start_ns = NowNs();
@@ -205,11 +233,13 @@ void MonitorStart(PyObject* code) {
   const uint64_t bit = uint64_t{1} << (at % 64);
   word &= ~bit;
   const uint32_t depth = s.depth;
+  SliceIfStale(s, depth);
   if (Folded(info, depth)) return;
   const Slot slot = SlotOf(info, depth > 0 ? s.frames[depth - 1].slot : kNoSlot);
   if (slot == kNoSlot) return;
   word |= bit;
-  s.frames[depth] = ShadowFrame{nullptr, info, slot, 0, 0, 0};
+  s.frames[depth] =
+      ShadowFrame{nullptr, info, slot, g_slice_epoch.load(std::memory_order_relaxed), 0, 0};
   s.steps += info->step;
   StoreDepth(s, depth + 1);
   s.frames[depth].start_ns = NowNs();
