@@ -23,6 +23,8 @@ export SIMGPU_TIME_SCALE="${SIMGPU_TIME_SCALE:-0.1}"
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 export PYTHONDONTWRITEBYTECODE=1  # keep the source tree clean
 
-# Debian's torch 1.13 torchrun on Python 3.11 needs non-zero --redirects/--tee.
-exec /usr/bin/python3 -m torch.distributed.run --standalone --nproc_per_node "$nproc" \
+# Debian's torch 1.13 torchrun on Python 3.11 needs non-zero --redirects/--tee. One node with a
+# rendezvous port of its own (--standalone always binds 29400, so two jobs on one machine clash).
+exec /usr/bin/python3 -m torch.distributed.run --nnodes 1 --rdzv_backend c10d \
+  --rdzv_endpoint localhost:0 --rdzv_id "sim-$$" --nproc_per_node "$nproc" \
   --redirects 1 --tee 1 "$here/sim_train.py" "$@"

@@ -43,10 +43,16 @@ class Tools:
         return json.loads(p.stdout)
 
 
+# One node, rendezvous on a port of its own: --standalone always binds 29400, and a second
+# job on the machine (a test running beside this one) would wait for it forever.
+SINGLE_NODE = ["--nnodes", "1", "--rdzv_backend", "c10d", "--rdzv_endpoint", "localhost:0"]
+
+
 def torchrun(nproc, script, args):
     # --redirects/--tee: Debian's torch 1.13 torchrun needs non-zero values on Python 3.11.
-    return [PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
-            str(nproc), "--redirects", "1", "--tee", "1", script] + list(args)
+    return [PYTHON, "-m", "torch.distributed.run"] + SINGLE_NODE + [
+        "--rdzv_id", f"scenario-{os.getpid()}", "--nproc_per_node", str(nproc),
+        "--redirects", "1", "--tee", "1", script] + list(args)
 
 
 def sim_train_command(tools, nproc, args):

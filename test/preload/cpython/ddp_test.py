@@ -52,8 +52,11 @@ def main():
         os.makedirs(os.path.join(tmp, "ddp"))
         with open(os.path.join(tmp, "ddp", "trigger"), "w") as out:
             out.write("4\n")
-        cmd = ["/usr/bin/python3", "-m", "torch.distributed.run", "--standalone",
-               "--nproc_per_node", str(args.nproc), "--redirects", "1", "--tee", "1",
+        # A rendezvous port of its own (--standalone always binds 29400: a torchrun beside
+        # this one would make it wait forever).
+        cmd = ["/usr/bin/python3", "-m", "torch.distributed.run", "--nnodes", "1",
+               "--rdzv_backend", "c10d", "--rdzv_endpoint", "localhost:0",
+               "--rdzv_id", f"ddp-{os.getpid()}", "--nproc_per_node", str(args.nproc), "--redirects", "1", "--tee", "1",
                os.path.join(HERE, "ddp_job.py")]
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
         if p.returncode != 0:
