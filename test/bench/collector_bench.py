@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """End-to-end cost of libperftracker.so on sim_train (8 ranks, simgpu), printed as ratios.
 
-  collector_bench.py --build BUILD [--pairs 3] [--iters 600]
+  collector_bench.py --build BUILD [--pairs 3]
 
 - slowdown: the training loop's wall time with the library preloaded over the same job without
   it (sim_train's own "done ... in X s wall", start-up excluded), runs alternating so that the
-  machine's drift hits both alike; the median of the pairs' ratios. At the default time scale
-  (run.sh: 0.1) a step is ~9 ms of wall time and 8 ranks share 2 cores: the host-bound case,
-  where every nanosecond of the hooks and of the writer thread shows.
+  machine's drift hits both alike; the median of the pairs' ratios. Two models at run.sh's time
+  scale (0.1), 8 ranks sharing 2 cores: sim_train's default (~28 ms steps), and the scenarios'
+  small one (~9 ms steps), where the writer's fixed cost per window (every 10 iterations:
+  11 windows a second per rank) shows most.
 - memory: peak RSS of the largest process of the job (a rank), preloaded minus plain.
 - ring bytes per rank-hour at the defaults: rank 0's records on disk over the loop's wall time,
   at SIMGPU_TIME_SCALE=1 (~250 ms steps, the scenarios' job) so windows come as often as in a
@@ -28,10 +29,11 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 RUN = os.path.join(ROOT, "examples", "sim_train", "run.sh")
-MODEL = ["--layers", "4", "--seq", "2048"]
+SMALL = ["--layers", "4", "--seq", "2048"]
+MODELS = {"default": ([], 300), "small": (SMALL, 600)}  # model arguments, steps
 
 
-def run_job(build, lib, iters, env_extra, pt_dir):
+def run_job(build, lib, model, iters, env_extra, pt_dir):
     """(loop wall seconds, peak RSS MiB of the largest process) of one 8-rank sim_train run."""
     env = dict(os.environ, **env_extra)
     env.pop("LD_PRELOAD", None)
@@ -44,7 +46,7 @@ def run_job(build, lib, iters, env_extra, pt_dir):
                "print('maxrss_kb', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
                "sys.exit(p.returncode)\n")
     p = subprocess.run([sys.executable, "-c", wrapper, RUN, build, "8", "--iters", str(iters)]
-                       + MODEL, env=env, capture_output=True, text=True, timeout=900)
+                       + model, env=env, capture_output=True, text=True, timeout=900)
     wall = re.search(r"sim_train: done: .* in ([0-9.]+) s wall", p.stdout)
     rss = re.search(r"maxrss_kb (\d+)", p.stdout)
     if p.returncode != 0 or not wall or not rss:
@@ -67,7 +69,6 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", required=True)
     ap.add_argument("--pairs", type=int, default=3)
-    ap.add_argument("--iters", type=int, default=600)
     ap.add_argument("--ring-iters", type=int, default=80)
     args = ap.parse_args()
     build = os.path.abspath(args.build)
@@ -75,29 +76,35 @@ def main():
     perftracker = os.path.join(build, "analyzer", "perftracker")
     scratch = tempfile.mkdtemp(prefix="perftracker-bench.")
     try:
-        ratios, rss_plain, rss_pre = [], [], []
-        for i in range(args.pairs):
-            order = [False, True] if i % 2 == 0 else [True, False]
-            walls = {}
-            for preloaded in order:
-                pt_dir = os.path.join(scratch, f"pair{i}")
-                wall, rss = run_job(build, lib if preloaded else None, args.iters, {}, pt_dir)
-                walls[preloaded] = wall
-                (rss_pre if preloaded else rss_plain).append(rss)
-            ratios.append(walls[True] / walls[False])
-            print(f"pair {i}: plain {walls[False]:.2f} s, preloaded {walls[True]:.2f} s, "
-                  f"ratio {ratios[-1]:.4f}", flush=True)
-        slowdown = statistics.median(ratios) - 1
+        slowdowns, rss_plain, rss_pre = {}, [], []
+        for name, (model, iters) in MODELS.items():
+            ratios = []
+            for i in range(args.pairs):
+                order = [False, True] if i % 2 == 0 else [True, False]
+                walls = {}
+                for preloaded in order:
+                    pt_dir = os.path.join(scratch, f"{name}{i}")
+                    wall, rss = run_job(build, lib if preloaded else None, model, iters, {},
+                                        pt_dir)
+                    walls[preloaded] = wall
+                    (rss_pre if preloaded else rss_plain).append(rss)
+                ratios.append(walls[True] / walls[False])
+                print(f"{name} pair {i}: plain {walls[False]:.2f} s, preloaded "
+                      f"{walls[True]:.2f} s, ratio {ratios[-1]:.4f}", flush=True)
+            slowdowns[name] = (statistics.median(ratios) - 1, iters,
+                               statistics.median(walls.values()) / iters * 1e3)
         mem = statistics.median(rss_pre) - statistics.median(rss_plain)
 
         ring_dir = os.path.join(scratch, "ring")
-        wall, _ = run_job(build, lib, args.ring_iters, {"SIMGPU_TIME_SCALE": "1"}, ring_dir)
+        wall, _ = run_job(build, lib, SMALL, args.ring_iters, {"SIMGPU_TIME_SCALE": "1"},
+                          ring_dir)
         nbytes, windows = ring_bytes(perftracker, ring_dir)
         per_hour = nbytes / wall * 3600 / 1e6
         step_ms = wall / args.ring_iters * 1e3
 
-        print(f"slowdown: {slowdown * 100:+.2f}% (median of {args.pairs} pairs of "
-              f"{args.iters}-step runs) target <= 1%")
+        for name, (slowdown, iters, step_ms) in slowdowns.items():
+            print(f"slowdown, {name} model ({step_ms:.0f} ms steps): {slowdown * 100:+.2f}% "
+                  f"(median of {args.pairs} pairs of {iters}-step runs) target <= 1%")
         print(f"memory: +{mem:.1f} MiB peak RSS per rank (plain {statistics.median(rss_plain):.0f}"
               f" MiB, preloaded {statistics.median(rss_pre):.0f} MiB) target <= 64 MiB")
         print(f"ring: {nbytes / max(windows, 1) / 1e3:.1f} kB per window, {windows} windows in "
