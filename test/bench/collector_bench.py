@@ -102,8 +102,8 @@ def main():
         per_hour = nbytes / wall * 3600 / 1e6
         step_ms = wall / args.ring_iters * 1e3
 
-        for name, (slowdown, iters, step_ms) in slowdowns.items():
-            print(f"slowdown, {name} model ({step_ms:.0f} ms steps): {slowdown * 100:+.2f}% "
+        for name, (slowdown, iters, model_step_ms) in slowdowns.items():
+            print(f"slowdown, {name} model ({model_step_ms:.0f} ms steps): {slowdown * 100:+.2f}% "
                   f"(median of {args.pairs} pairs of {iters}-step runs) target <= 1%")
         print(f"memory: +{mem:.1f} MiB peak RSS per rank (plain {statistics.median(rss_plain):.0f}"
               f" MiB, preloaded {statistics.median(rss_pre):.0f} MiB) target <= 64 MiB")
