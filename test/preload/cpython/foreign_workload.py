@@ -14,19 +14,7 @@ import ctypes
 import gc
 import sys
 
-
-def f(x):
-    return x + 1
-
-
-def before():
-    for i in range(50):
-        f(i)
-
-
-def after():
-    for i in range(100):
-        f(i)
+from calltree import after, before
 
 
 def gen():

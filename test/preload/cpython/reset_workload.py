@@ -3,19 +3,7 @@ the gc-time check must reinstall the hook, so f's calls after the reset are stil
 import ctypes
 import gc
 
-
-def f(x):
-    return x + 1
-
-
-def before():
-    for i in range(50):
-        f(i)
-
-
-def after():
-    for i in range(100):
-        f(i)
+from calltree import after, before
 
 
 api = ctypes.pythonapi
