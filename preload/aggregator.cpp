@@ -41,9 +41,7 @@ void Aggregator::AddCall(const Event& e) {
     AddSample(e.slot, true, e.a, e.b, e.c, e.d);
     return;
   }
-  if (e.slot >= functions_.size()) functions_.resize(e.slot + 1);
-  FunctionAcc& f = functions_[e.slot];
-  if (f.iter_count == 0 && f.iter_slice_ns == 0) touched_.push_back(e.slot);
+  FunctionAcc& f = Touch(e.slot);
   f.slice_total += e.a;
   f.slice_self += e.b;
   f.iter_slice_ns += std::max<uint64_t>(e.a, 1);
@@ -64,13 +62,18 @@ void Aggregator::AddNativeCall(const Event& e, const Tables& tables) {
   }
 }
 
-void Aggregator::AddSample(Slot slot, bool timed, uint64_t ns, uint64_t self_ns, uint64_t wait_ns,
-                           uint64_t bytes) {
+Aggregator::FunctionAcc& Aggregator::Touch(Slot slot) {
   if (slot >= functions_.size()) functions_.resize(slot + 1);
   FunctionAcc& f = functions_[slot];
+  if (f.iter_count == 0 && f.iter_slice_ns == 0) touched_.push_back(slot);
+  return f;
+}
+
+void Aggregator::AddSample(Slot slot, bool timed, uint64_t ns, uint64_t self_ns, uint64_t wait_ns,
+                           uint64_t bytes) {
+  FunctionAcc& f = Touch(slot);
   ++f.count;
   f.bytes += bytes;
-  if (f.iter_count == 0 && f.iter_slice_ns == 0) touched_.push_back(slot);
   ++f.iter_count;
   if (!timed) return;
   f.min = f.timed == 0 ? ns : std::min(f.min, ns);

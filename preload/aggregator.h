@@ -67,6 +67,8 @@ class Aggregator {
 
   void AddCall(const Event& e);
   void AddNativeCall(const Event& e, const Tables& tables);
+  // The accumulator of `slot`, listed in touched_ on its first event of the iteration.
+  FunctionAcc& Touch(Slot slot);
   void AddSample(Slot slot, bool timed, uint64_t ns, uint64_t self_ns, uint64_t wait_ns,
                  uint64_t bytes);
   Slot PyNativeSlot(Slot python, Slot target, const Tables& tables);

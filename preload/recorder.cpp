@@ -78,7 +78,9 @@ ThreadRing* AdoptOrCreateRing() {
   return ring;
 }
 
-[[gnu::cold, gnu::noinline]] void PushSlow(const Event& e) {
+}  // namespace
+
+void PushEventSlow(const Event& e) {
   ThreadRing* ring = t_event_ring;
   if (ring != &g_sentinel_ring) {  // a real ring that is full
     ThreadRing::Bump(ring->dropped, 1);
@@ -97,9 +99,11 @@ ThreadRing* AdoptOrCreateRing() {
   ring->Push(e);
 }
 
+namespace {
+
 inline void Push(const Event& e) {
   if (!t_event_ring->Push(e)) [[unlikely]]
-    PushSlow(e);
+    PushEventSlow(e);
 }
 
 }  // namespace
@@ -200,8 +204,6 @@ void RecordSlice(Slot slot, uint64_t now_ns, uint64_t duration_ns, uint64_t self
   if (slot == kNoSlot) return;
   Push(Event{slot, EventType::kCall, {kCallSlice, 0, 0}, now_ns, duration_ns, self_ns, 0, 0});
 }
-
-void PushEventSlow(const Event& e) { PushSlow(e); }
 
 bool ReloadHostSample() {
   // xorshift64 per thread, seeded from the thread's own address: threads do not sample in step.

@@ -129,9 +129,9 @@ inline void Finish(ShadowStack& s, const ShadowFrame& f, CodeInfo* info, uint64_
   if (iteration_end) EndIteration(end);
 }
 
-// The open frames of this thread started before the writer's last round: each reports the time
-// it ran so far as a slice and starts again from now. Innermost first, so that a running
-// callee's time is its caller's child time, as it will be when it returns.
+// The open frames of this thread started before the last iteration end or window (g_slice_epoch):
+// each reports the time it ran so far as a slice and starts again from now. Innermost first, so
+// that a running callee's time is its caller's child time, as it will be when it returns.
 [[gnu::cold, gnu::noinline]] void SliceOpenFrames(ShadowStack& s, uint32_t depth) {
   const uint32_t epoch = g_slice_epoch.load(std::memory_order_relaxed);
   const uint64_t now = NowNs();

@@ -37,22 +37,29 @@ void BM_LaunchDirect(benchmark::State& state) {
 }
 BENCHMARK(BM_LaunchDirect);
 
-// Launches in bursts that fit the thread's event buffer, with a pause (not timed) in which the
-// writer drains it: a full buffer would measure the cheaper drop path, and a writer draining
-// 20 million events a second on the other hyperthread slows the launching thread in a way a
-// real job (at most a few hundred thousand launches a second) never sees.
-void BM_LaunchHooked(benchmark::State& state) {
+// Hooked calls in bursts of `burst` that fit the thread's event buffer, with a pause (not timed)
+// in which the writer drains it: a full buffer would measure the cheaper drop path, and a writer
+// draining 20 million events a second on the other hyperthread slows the calling thread in a way
+// a real job (at most a few hundred thousand launches a second) never sees.
+template <typename Call>
+void InBursts(benchmark::State& state, int64_t burst, Call call) {
   int64_t in_burst = 0;
   for (auto _ : state) {
-    benchmark::DoNotOptimize(cudaLaunchKernel(reinterpret_cast<const void*>(&Kernel), dim3(1),
-                                              dim3(1), nullptr, 0, nullptr));
-    if (++in_burst == 8192) {
+    benchmark::DoNotOptimize(call());
+    if (++in_burst == burst) {
       state.PauseTiming();
       usleep(6000);
       state.ResumeTiming();
       in_burst = 0;
     }
   }
+}
+
+void BM_LaunchHooked(benchmark::State& state) {
+  InBursts(state, 8192, [] {
+    return cudaLaunchKernel(reinterpret_cast<const void*>(&Kernel), dim3(1), dim3(1), nullptr, 0,
+                            nullptr);
+  });
 }
 BENCHMARK(BM_LaunchHooked);
 
@@ -83,20 +90,12 @@ void BM_AllReduceDirect(benchmark::State& state) {
 }
 BENCHMARK(BM_AllReduceDirect);
 
-// In bursts that fit the event buffer, like BM_LaunchHooked (each collective is two events).
+// Half the launches' bursts: each collective is two events.
 void BM_AllReduceHooked(benchmark::State& state) {
   ncclComm_t comm = Comm();
-  int64_t in_burst = 0;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(
-        ncclAllReduce(g_buffer, g_buffer, 256, ncclFloat32, ncclSum, comm, nullptr));
-    if (++in_burst == 4096) {
-      state.PauseTiming();
-      usleep(6000);
-      state.ResumeTiming();
-      in_burst = 0;
-    }
-  }
+  InBursts(state, 4096, [comm] {
+    return ncclAllReduce(g_buffer, g_buffer, 256, ncclFloat32, ncclSum, comm, nullptr);
+  });
 }
 BENCHMARK(BM_AllReduceHooked);
 
