@@ -37,6 +37,12 @@ void Aggregator::Add(const Event& e, const Tables& tables) {
 }
 
 void Aggregator::AddCall(const Event& e) {
+  if ((e.flags[0] & kCallUntimed) != 0) {
+    FunctionAcc& f = Touch(e.slot);
+    f.count += e.a;
+    f.iter_count += e.a;
+    return;
+  }
   if ((e.flags[0] & kCallSlice) == 0) {
     AddSample(e.slot, true, e.a, e.b, e.c, e.d);
     return;

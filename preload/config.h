@@ -41,6 +41,9 @@ namespace perftracker::preload {
   X(LIGHT_MIN_US, Uint, light_min_us, 10,                                                       \
     "light mode: a leaf Python function whose mean inclusive time over its first 32 calls is " \
     "below this folds into its caller; 0 = none")                                              \
+  X(PY_TIME_EVERY, Uint, py_time_every, 16,                                                    \
+    "Python functions averaging under 2 us per call: 1 call in N is timed (all are counted; "  \
+    "the others' time is estimated from those); 1 = time every call")                         \
   X(DETAILED_WINDOWS, Uint, detailed_windows, 3,                                                \
     "windows a triggered detailed period lasts (from the next window boundary)")                \
   X(STEP_FUNCTION, String, step_function, nullptr,                                             \

@@ -47,6 +47,9 @@ struct FrameLayout {
   size_t tstate_frame_offset = 0;  // tstate->frame (3.9/3.10), ->cframe (3.11/3.12),
                                    // ->current_frame (3.13)
   ptrdiff_t cframe_current_offset = -1;  // _PyCFrame.current_frame (3.11/3.12)
+  // PyCodeObject.co_extra (a _PyCodeObjectExtra*: ce_size, then ce_extras[]), read directly on
+  // the hot path once verified (cpython_eval.cpp); offsetof() against each version's headers.
+  size_t co_extra_offset = 0;
 };
 inline constexpr int kFrameOwnedByCStack = 3;  // 3.12+: the C entry shim frame, not user code
 

@@ -26,12 +26,21 @@ struct CodeInfo {
                         // beyond PERFTRACKER_PY_DEPTH
   bool step = false;    // the iteration function: MarkIteration when it returns
   bool light = false;   // cheap: folded into the caller outside detailed windows
+  // A plain function (not recognized, not named by the user): while its calls are cheap
+  // (mean_ns below kSampledBelowNs) they are counted, and timed 1 in PERFTRACKER_PY_TIME_EVERY.
+  bool may_sample = false;
+  bool sampled = false;
+  bool had_callees = false;  // a recorded callee ran during the probe: never light
   uint8_t next_way = 0;
-  // Light mode's cost probe: calls still to be timed before `light` is decided (0: decided, or
-  // never folded), and their inclusive time so far.
+  // The cost probe: calls still to be timed before `light` and `sampled` are decided (0:
+  // decided, or never probed), and their inclusive time so far.
   static constexpr uint8_t kProbeCalls = 32;
   uint8_t probe_left = 0;
+  // Mean inclusive time of recent timed calls: the time an untimed call adds to its caller's
+  // callees. Written with the GIL held, like everything here.
+  uint32_t mean_ns = 0;
   uint64_t probe_ns = 0;
+  uint64_t probe_max_ns = 0;  // left out of the probe's mean: one preempted call must not decide
   // Interned slot per parent slot: a call path of bounded depth is (code, parent slot).
   Slot parents[kCacheWays] = {kNoSlot, kNoSlot, kNoSlot, kNoSlot};
   Slot slots[kCacheWays] = {kNoSlot, kNoSlot, kNoSlot, kNoSlot};
@@ -44,9 +53,15 @@ struct HookState {
   ssize_t extra_index = -1;
   EvalFrameFn previous = nullptr;  // chained: the default evaluator, or a tool installed earlier
   bool monitoring = false;         // sys.monitoring took over (3.12+): EvalHook passes through
+  // co_extra is read in place (layout.co_extra_offset) once first sights proved the offset;
+  // until then, and if one disproves it, through PyUnstable_Code_GetExtra.
+  bool direct_extra = false;
+  bool direct_extra_failed = false;
+  uint8_t direct_extra_proofs = 0;
   uint32_t depth_bound = 12;
   uint32_t window_iters = 10;
   uint64_t light_min_ns = 0;  // 0: nothing is folded for being cheap
+  uint32_t time_every = 1;    // PERFTRACKER_PY_TIME_EVERY: 1 times every call
   uint64_t iterations = 0;    // step functions that returned
 };
 extern HookState g_hook;
@@ -56,10 +71,15 @@ extern HookState g_hook;
 void InitRules(const char* step_function, const char* include);
 // First sight of a code object: names it and classifies it. nullptr when it cannot be named.
 [[gnu::cold]] CodeInfo* NewCodeInfo(PyObject* code);
-// The first calls of a function that light mode may fold: decides `light` after kProbeCalls.
-// Only leaves fold (no recorded callee while probed): folding one changes no other function's
-// call path, so a rank that decides differently near the threshold differs in that function
-// alone, never in the ids of a whole subtree.
+// Below this mean inclusive time a plain function's calls are timed on a sample: two clock
+// readings cost ~20 ns (rdtsc is ~10 ns on the AMD EPYC VMs we measured), 1% of such a call.
+inline constexpr uint32_t kSampledBelowNs = 2000;
+
+// The first calls of a function that light mode may fold or that may be sampled: decides
+// `light` and `sampled` after kProbeCalls. Only leaves fold (no recorded callee while probed):
+// folding one changes no other function's call path, so a rank that decides differently near
+// the threshold differs in that function alone, never in the ids of a whole subtree. Sampling
+// changes no id at all.
 [[gnu::cold]] void ProbeCost(CodeInfo* info, uint64_t inclusive_ns, bool had_callees);
 // Cache miss: interns (kind, name, parent) with the recorder and remembers the slot.
 [[gnu::cold]] Slot InternSlot(CodeInfo* info, Slot parent);
@@ -72,6 +92,9 @@ void SeedCurrentThread(PyThreadState* tstate);
 // Makes the calling thread the one whose stack the live slot shows.
 void AdoptAsMainThread();
 void MainThreadStack(std::vector<std::string>* frames);
+// The table of untimed calls (calls of sampled functions), one entry per slot below `capacity`;
+// false when it cannot be allocated (every call is then timed). Install, GIL held.
+bool InitUntimedCounts(uint32_t capacity);
 // Frames the hook saw on the calling thread so far (recorded or not).
 uint64_t ThreadHookCalls();
 // The facts of a code object that is never recorded (our own probe function).
@@ -88,6 +111,8 @@ void MonitorEnd();
 
 // cpython_install.cpp: notices when another tool took the frame-evaluation slot. GIL held.
 void CheckEvalHook();
+// The interpreter is finalizing (Python atexit): the writer stops reading its state.
+void MarkPythonExiting();
 
 // cpython_monitoring.cpp: records through sys.monitoring (tool id 4, else 3) from now on;
 // false (Python error cleared) before 3.12 or when both tool ids are taken. GIL held.

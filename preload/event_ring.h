@@ -29,7 +29,10 @@ enum NativeCallFlags : uint8_t { kNativeTimed = 1, kNativeBlocking = 2 };
 
 // kCall, flags in flags[0]. A slice is the time so far of a call still running (a loop that
 // lasts the whole job): time, but no call; the call's end reports only what comes after it.
-enum CallFlags : uint8_t { kCallSlice = 1 };
+// Untimed calls were counted, not timed (a cheap Python function's calls are timed on a
+// sample): a = how many, t = kEpochTag | the epoch they ran in; their time is estimated from the
+// timed calls of the same function.
+enum CallFlags : uint8_t { kCallSlice = 1, kCallUntimed = 2 };
 
 // Epochs order untimed events without a clock: a process-wide counter that every iteration
 // marker and every collective launch advances. An event tagged with epoch e happened before the

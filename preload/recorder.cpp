@@ -17,6 +17,7 @@ namespace {
 std::atomic<ThreadRing*> g_rings{nullptr};
 uint64_t g_ring_events = 1 << 16;
 std::atomic<PythonStackProvider> g_python_stack{nullptr};
+std::atomic<WriterTick> g_writer_tick{nullptr};
 std::atomic<uint32_t> g_host_sample_every{8};
 
 struct FunctionKey {
@@ -179,6 +180,8 @@ Slot InternCollective(uint64_t comm_id, uint32_t comm_size, uint32_t comm_rank,
 }
 
 void SetPythonStackProvider(PythonStackProvider provider) { g_python_stack.store(provider); }
+void SetWriterTick(WriterTick tick) { g_writer_tick.store(tick); }
+WriterTick GetWriterTick() { return g_writer_tick.load(); }
 PythonStackProvider GetPythonStackProvider() { return g_python_stack.load(); }
 
 FlushCallbacks& GetFlushCallbacks() {
@@ -203,6 +206,11 @@ void RecordCall(Slot slot, uint64_t end_ns, uint64_t duration_ns, uint64_t self_
 void RecordSlice(Slot slot, uint64_t now_ns, uint64_t duration_ns, uint64_t self_ns) {
   if (slot == kNoSlot) return;
   Push(Event{slot, EventType::kCall, {kCallSlice, 0, 0}, now_ns, duration_ns, self_ns, 0, 0});
+}
+
+void RecordUntimedCalls(Slot slot, uint64_t calls, uint64_t epoch) {
+  if (slot == kNoSlot || calls == 0) return;
+  Push(Event{slot, EventType::kCall, {kCallUntimed, 0, 0}, kEpochTag | epoch, calls, 0, 0, 0});
 }
 
 bool ReloadHostSample() {

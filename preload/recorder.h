@@ -54,6 +54,12 @@ Slot InternCollective(uint64_t comm_id, uint32_t comm_size, uint32_t comm_rank,
 using PythonStackProvider = void (*)(std::vector<std::string>* frames);
 void SetPythonStackProvider(PythonStackProvider provider);
 
+// Runs on the writer thread about once a second, holding none of the recorder's locks and not
+// the GIL: for checks that must not wait for hooked code to call in (the CPython hooks: is our
+// frame evaluator still installed?). It must not block.
+using WriterTick = void (*)();
+void SetWriterTick(WriterTick tick);
+
 // ---- hot path -----------------------------------------------------------------------------
 
 // One completed call of `slot` that ended at `end_ns`.
@@ -71,6 +77,11 @@ inline std::atomic<uint32_t> g_slice_epoch{0};
 // The time a call still running spent up to `now_ns` since its start or its previous slice
 // (kCallSlice): it counts in this window's totals, not as a call.
 void RecordSlice(Slot slot, uint64_t now_ns, uint64_t duration_ns, uint64_t self_ns);
+
+// `calls` calls of `slot` that were counted but not timed (kCallUntimed), made in event epoch
+// `epoch` (g_event_epoch) or later: their time is estimated from the timed calls of the same
+// slot, as for sampled native calls.
+void RecordUntimedCalls(Slot slot, uint64_t calls, uint64_t epoch);
 
 // One call of a hooked native API (CUDA runtime, driver), counted under its API function and,
 // when not kNoSlot, its call site and `extra` (kernel, copy kind): one event for all three.

@@ -61,5 +61,6 @@ struct FlushCallbacks {
 };
 FlushCallbacks& GetFlushCallbacks();
 PythonStackProvider GetPythonStackProvider();
+WriterTick GetWriterTick();
 
 }  // namespace perftracker::preload

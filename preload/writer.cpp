@@ -44,6 +44,7 @@ struct WriterState {
   std::vector<RingCounters> counters;
   uint64_t drain_ns = 0;
   uint64_t last_live_ns = 0;
+  uint64_t last_tick_ns = 0;
   uint64_t windows_written = 0;
   uint64_t windows_failed = 0;
   bool warned_write = false;
@@ -125,6 +126,10 @@ void Round(WriterState& w) {
   w.mode_trigger->Poll(now);
   while (auto window = w.aggregator->TakeFinished(now, tables)) Append(w, *window);
   if (now - w.last_live_ns >= 1'000'000'000ull) WriteLive(w, now);
+  if (now - w.last_tick_ns >= 1'000'000'000ull) {
+    w.last_tick_ns = now;
+    if (WriterTick tick = GetWriterTick()) tick();
+  }
 }
 
 void FlushLocked(WriterState& w) {

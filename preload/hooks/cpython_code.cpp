@@ -197,8 +197,10 @@ void Classify(CodeInfo* info, const char* file, const char* qualname) {
   }
   info->always = info->always || info->step;
   info->record = included || info->always;
-  const bool may_fold = info->record && !info->always && !named && g_hook.light_min_ns > 0;
-  info->probe_left = may_fold ? CodeInfo::kProbeCalls : 0;
+  const bool plain = info->record && !info->always && !named;
+  info->may_sample = plain && g_hook.time_every > 1;
+  info->probe_left = plain && (g_hook.light_min_ns > 0 || info->may_sample) ? CodeInfo::kProbeCalls
+                                                                            : 0;
 }
 
 }  // namespace
@@ -248,11 +250,13 @@ CodeInfo* NewCodeInfo(PyObject* code) {
 
 void ProbeCost(CodeInfo* info, uint64_t inclusive_ns, bool had_callees) {
   info->probe_ns += inclusive_ns;
-  if (had_callees) {
-    info->probe_left = 0;
-  } else if (--info->probe_left == 0) {
-    info->light = info->probe_ns < CodeInfo::kProbeCalls * g_hook.light_min_ns;
-  }
+  info->probe_max_ns = std::max(info->probe_max_ns, inclusive_ns);
+  info->had_callees = info->had_callees || had_callees;
+  if (--info->probe_left != 0) return;
+  const uint64_t mean = (info->probe_ns - info->probe_max_ns) / (CodeInfo::kProbeCalls - 1);
+  info->light = !info->had_callees && mean < g_hook.light_min_ns;
+  info->mean_ns = static_cast<uint32_t>(std::min<uint64_t>(mean, UINT32_MAX));
+  info->sampled = info->may_sample && mean < kSampledBelowNs;
 }
 
 Slot InternSlot(CodeInfo* info, Slot parent) {

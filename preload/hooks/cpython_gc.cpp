@@ -57,6 +57,7 @@ PyObject* OnGc(PyObject*, PyObject* args) {
 
 // atexit entry: the final flush while the interpreter (and CUDA) are still alive.
 PyObject* OnExit(PyObject*, PyObject*) {
+  MarkPythonExiting();
   if (Active()) Flush();
   return ReturnNone();
 }

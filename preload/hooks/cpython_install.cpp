@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstring>
 #include <atomic>
 #include <cstdlib>
 
@@ -95,13 +96,43 @@ bool CallsUs() {
   return called;
 }
 
-// GIL held (gc callback). Dynamo-style tools save the evaluator they find and restore it later;
+namespace {
+bool g_eval_loss_reported = false;
+std::atomic<bool> g_check_pending{false};
+std::atomic<bool> g_python_exiting{false};
+PyInterpreterState* g_interp = nullptr;
+
+int PendingCheck(void*) {
+  g_check_pending.store(false);
+  CheckEvalHook();
+  return 0;
+}
+
+// The writer thread, about once a second, without the GIL: a gc may be rare (or disabled), so
+// the slot is also watched from outside. Reading interp->eval_frame is a plain load; the check
+// itself runs on the main thread with the GIL, at its next bytecode boundary.
+void WatchEvalHook() {
+  if (g_python_exiting.load() || g_interp == nullptr || g_hook.monitoring ||
+      g_eval_loss_reported) {
+    return;
+  }
+  if (g_api.GetEvalFrameFunc(g_interp) == &EvalHook) return;
+  if (!g_check_pending.exchange(true) && g_api.AddPendingCall(&PendingCheck, nullptr) != 0) {
+    g_check_pending.store(false);  // the queue is full: next second
+  }
+}
+}  // namespace
+
+void MarkPythonExiting() { g_python_exiting.store(true); }
+
+// GIL held (gc callback, or a pending call the writer's watch scheduled). Dynamo-style tools
+// save the evaluator they find and restore it later;
 // one that enabled itself before us restores the default and silently drops our hook. A reset
 // to the default is undone. A foreign evaluator that no longer calls us (no hook call on this
 // thread since the last check, nor for a probe frame) cannot be undone without fighting its owner:
 // on 3.12+ recording goes on through sys.monitoring; before, the loss is reported once.
 void CheckEvalHook() {
-  static bool reported = false;
+  bool& reported = g_eval_loss_reported;
   static uint64_t last_calls = 0;
   if (g_hook.previous == nullptr || reported) return;
   PyInterpreterState* interp = g_api.InterpreterGet();
@@ -140,6 +171,12 @@ void Install() {
   if (!g_state.compare_exchange_strong(armed, kDone)) return;
   if (!Active()) return;  // the recorder is off (no ring file): stay out of the interpreter
   const int minor = InterpreterMinorVersion(g_config.py_force_version);
+  // A free-threaded build (3.13t) has another object header and no GIL to serialize the hook.
+  if (std::strstr(g_api.GetVersion(), "free-threading") != nullptr) {
+    Warn("free-threaded Python (%s) is not supported; Python functions are not recorded",
+         g_api.GetVersion());
+    return;
+  }
   if (!LayoutFor(minor, &g_hook.layout)) {
     Warn("Python %s is not supported (3.9-3.13); Python functions are not recorded",
          g_config.py_force_version ? g_config.py_force_version : g_api.GetVersion());
@@ -160,6 +197,11 @@ void Install() {
   g_py_mode.forced.store(detailed);
   g_py_mode.detailed.store(detailed);
   g_hook.light_min_ns = detailed ? 0 : g_config.light_min_us * 1000;
+  g_hook.time_every = static_cast<uint32_t>(std::clamp<uint64_t>(g_config.py_time_every, 1, 1u << 20));
+  if (g_hook.time_every > 1 &&
+      !InitUntimedCounts(static_cast<uint32_t>(std::min<uint64_t>(g_config.max_functions, 1u << 24)))) {
+    g_hook.time_every = 1;
+  }
   InitRules(g_config.step_function, g_config.py_include);
   InstallEvalHook();
   if (pthread_equal(pthread_self(), g_main_thread)) {
@@ -169,6 +211,8 @@ void Install() {
   }
   SeedCurrentThread(g_api.ThreadStateGet());
   SetPythonStackProvider(&MainThreadStack);
+  g_interp = g_api.InterpreterGet();
+  SetWriterTick(&WatchEvalHook);
   InstallGcCallback();
   InstallAtexitFlush();
 }

@@ -33,6 +33,7 @@ bool LayoutFor(int minor, FrameLayout* layout) {
       l.code_offset = 32;
       l.previous_offset = 24;
       l.tstate_frame_offset = 24;
+      l.co_extra_offset = 144;
       break;
     case 11:  // _PyInterpreterFrame: f_func, f_globals, f_builtins, f_locals, f_code, frame_obj,
               // previous, ...; tstate->cframe->current_frame
@@ -41,6 +42,7 @@ bool LayoutFor(int minor, FrameLayout* layout) {
       l.owner_offset = 69;
       l.tstate_frame_offset = 56;
       l.cframe_current_offset = 8;
+      l.co_extra_offset = 176;
       break;
     case 12:  // f_code first, then previous; _PyCFrame lost its use_tracing byte
       l.code_offset = 0;
@@ -48,12 +50,14 @@ bool LayoutFor(int minor, FrameLayout* layout) {
       l.owner_offset = 70;
       l.tstate_frame_offset = 56;
       l.cframe_current_offset = 0;
+      l.co_extra_offset = 184;
       break;
     case 13:  // f_executable first; _PyCFrame is gone: tstate->current_frame
       l.code_offset = 0;
       l.previous_offset = 8;
       l.owner_offset = 70;
       l.tstate_frame_offset = 72;
+      l.co_extra_offset = 192;
       break;
     default:
       return false;

@@ -45,16 +45,19 @@ def main():
         torch.nn.Linear(args.width, args.width), torch.nn.ReLU(),
         torch.nn.Linear(args.width, 1)))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    dist.barrier()
+    start = time.perf_counter()
     for x, y in loader:
         opt.zero_grad()
         loss = torch.nn.functional.mse_loss(model(x), y)
         loss.backward()
         opt.step()
     dist.barrier()
+    loop_s = time.perf_counter() - start
     dist.destroy_process_group()
     if rank == 0:
-        print(f"torch_ddp_job: done: {os.environ['WORLD_SIZE']} ranks x {args.steps} steps",
-              flush=True)
+        print(f"torch_ddp_job: done: {os.environ['WORLD_SIZE']} ranks x {args.steps} steps "
+              f"in {loop_s:.3f} s", flush=True)
 
 
 if __name__ == "__main__":

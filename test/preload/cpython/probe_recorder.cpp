@@ -2,7 +2,7 @@
 // windows, no ring file. Linked with the real hook sources into libperftracker_cpython_probe.so,
 // preloaded like the real library. At exit (and on every Flush) it writes
 // $PERFTRACKER_DIR/probe-rank-$RANK.tsv:
-//   fn <slot> <kind> <parent slot> <count> <total_ns> <self_ns> <name>
+//   fn <slot> <kind> <parent slot> <count> <total_ns> <self_ns> <name> <timed calls>
 //   iterations <n>
 //   stack <frame>          (the PythonStackProvider's frames, outermost first, read from a
 //                          separate thread when the first iteration ended)
@@ -29,6 +29,7 @@ struct Function {
   std::string name;
   Slot parent;
   uint64_t count = 0, total_ns = 0, self_ns = 0;
+  uint64_t timed = 0;  // calls with a measured time (RecordCall), of `count`
 };
 
 std::mutex g_mutex;
@@ -49,11 +50,12 @@ void Write() {
   if (f == nullptr) return;
   for (size_t i = 0; i < g_functions->size(); ++i) {
     const Function& fn = (*g_functions)[i];
-    std::fprintf(f, "fn\t%zu\t%d\t%d\t%llu\t%llu\t%llu\t%s\n", i, static_cast<int>(fn.kind),
+    std::fprintf(f, "fn\t%zu\t%d\t%d\t%llu\t%llu\t%llu\t%s\t%llu\n", i, static_cast<int>(fn.kind),
                  fn.parent == kNoSlot ? -1 : static_cast<int>(fn.parent),
                  static_cast<unsigned long long>(fn.count),
                  static_cast<unsigned long long>(fn.total_ns),
-                 static_cast<unsigned long long>(fn.self_ns), fn.name.c_str());
+                 static_cast<unsigned long long>(fn.self_ns), fn.name.c_str(),
+                 static_cast<unsigned long long>(fn.timed));
   }
   std::fprintf(f, "iterations\t%llu\n", static_cast<unsigned long long>(g_iterations));
   for (const std::string& frame : stack) std::fprintf(f, "stack\t%s\n", frame.c_str());
@@ -72,7 +74,14 @@ void OnForkChild() { g_recorder_active.store(false); }
   pthread_atfork(nullptr, nullptr, &OnForkChild);
 }
 
+// Kept and run like the recorder's exit paths do: the hook flushes its untimed calls there.
+FlushCallback g_flush_callback = nullptr;
+void RunFlushCallback() {
+  if (g_flush_callback != nullptr) g_flush_callback();
+}
+
 [[gnu::destructor]] void Stop() {
+  RunFlushCallback();
   if (!g_written_once) Write();
 }
 
@@ -100,13 +109,21 @@ Slot InternCollective(uint64_t, uint32_t, uint32_t, format::CollectiveOp, int32_
 }
 
 void SetPythonStackProvider(PythonStackProvider provider) { g_provider = provider; }
+void SetWriterTick(WriterTick) {}  // no writer thread here: the gc-time check alone
 
 void RecordCall(Slot slot, uint64_t, uint64_t duration_ns, uint64_t self_ns, uint64_t, uint64_t) {
   std::lock_guard lock(g_mutex);
   Function& f = (*g_functions)[slot];
   ++f.count;
+  ++f.timed;
   f.total_ns += duration_ns;
   f.self_ns += self_ns;
+}
+
+// Calls without time: the aggregator estimates their time; this double adds none.
+void RecordUntimedCalls(Slot slot, uint64_t calls, uint64_t) {
+  std::lock_guard lock(g_mutex);
+  (*g_functions)[slot].count += calls;
 }
 
 // Time without a call, as the aggregator counts it.
@@ -141,7 +158,10 @@ void MarkIteration(uint64_t) {
   }
 }
 void RecordHookOverhead(uint64_t, uint64_t) {}
-void AddFlushCallback(FlushCallback) {}
-void Flush() { Write(); }
+void AddFlushCallback(FlushCallback callback) { g_flush_callback = callback; }
+void Flush() {
+  RunFlushCallback();
+  Write();
+}
 
 }  // namespace perftracker::preload

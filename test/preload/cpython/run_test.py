@@ -78,6 +78,7 @@ class Fn:
     def __init__(self, key, kind, parent, name):
         self.key, self.kind, self.parent, self.name = key, kind, parent, name
         self.count = self.total = self.self_ns = 0
+        self.timed = 0  # calls whose time was measured (the rest: counted, time estimated)
 
 
 def load_probe(tmp):
@@ -89,6 +90,7 @@ def load_probe(tmp):
         if cols[0] == "fn":
             fn = Fn(int(cols[1]), KIND.get(int(cols[2]), cols[2]), int(cols[3]), cols[7])
             fn.count, fn.total, fn.self_ns = int(cols[4]), int(cols[5]), int(cols[6])
+            fn.timed = int(cols[8])
             fns[fn.key] = fn
         elif cols[0] == "iterations":
             iterations = int(cols[1])
@@ -117,6 +119,7 @@ def load_ring(cli, tmp):
             fn.count += p["count"]
             fn.total += p["total_ns"]
             fn.self_ns += p["self_ns"]
+            fn.timed += sum(p["duration"].get("counts", []))  # one entry per timed call
     return fns, iterations, stack
 
 
@@ -183,9 +186,28 @@ def find(fns, qualname, parent=None):
     return out
 
 
-def check_workload(fns, iterations, stack, probe, minor, monitored=False):
+def check_sampling(fns, probe, sampled):
+    """f (a cheap leaf) from g: its first 32 calls are timed (the cost probe), then 1 in 16 at
+    random intervals of 1-31 calls: 968 / 16 = 60.5, standard deviation ~4.4. Every call counted.
+    g's self time leaves out its untimed calls of f too: each adds f's recent mean (> 5 ns) to
+    g's callee time, which the probe sees as g.total - g.self - (time of the timed calls of f)."""
+    f_g, g = find(fns, "f", "g")[0], find(fns, "g", "main")[0]
+    if not sampled:
+        expect(f_g.timed == 1000, f"f from g: {f_g.timed} of 1000 calls timed")
+        if probe:
+            expect(g.total - g.self_ns == f_g.total, "g's callee time is f's measured time")
+        return
+    expect(32 + 40 <= f_g.timed <= 32 + 100, f"f from g: {f_g.timed} of 1000 calls timed")
+    if probe:
+        untimed_charge = g.total - g.self_ns - f_g.total
+        expect(untimed_charge >= 5 * (1000 - f_g.timed),
+               f"g's callee time has {untimed_charge} ns for {1000 - f_g.timed} untimed calls")
+
+
+def check_workload(fns, iterations, stack, probe, minor, monitored=False, sampled=True):
     f_g, f_h = find(fns, "f", "g"), find(fns, "f", "h")
     expect(len(f_g) == 1 and f_g[0].count == 1000, f"f from g: {[x.count for x in f_g]}")
+    check_sampling(fns, probe, sampled and not monitored)
     expect(len(f_h) == 1 and f_h[0].count == 10, f"f from h: {[x.count for x in f_h]}")
     expect(f_g[0].key != f_h[0].key, "f from g and from h share an id")
     g = find(fns, "g", "main")
@@ -232,13 +254,16 @@ def main():
     ap.add_argument("--foreign", help="libcpython_foreign_eval.so (case foreign_evaluator)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        if args.case == "workload":
-            p = run(args, {"PERFTRACKER_STEP_FUNCTION": "train_step"}, tmp)
+        if args.case in ("workload", "time_every_one"):
+            # time_every_one: PERFTRACKER_PY_TIME_EVERY=1 times every call.
+            every = "1" if args.case == "time_every_one" else "16"
+            p = run(args, {"PERFTRACKER_STEP_FUNCTION": "train_step",
+                           "PERFTRACKER_PY_TIME_EVERY": every}, tmp)
             expect("workload: done" in p.stdout, "workload output")
             expect("perftracker:" not in p.stderr, f"unexpected warnings: {p.stderr}")
             data = load_probe(tmp) if args.probe else load_ring(args.perftracker, tmp)
             minor = int(p.stdout.split("workload: done (3, ")[1].split(")")[0])
-            check_workload(*data, probe=args.probe, minor=minor)
+            check_workload(*data, probe=args.probe, minor=minor, sampled=every != "1")
         elif args.case == "workload_monitored":
             # 3.12+: the whole workload (threads, generators, exceptions, gc, iterations)
             # through sys.monitoring, after a foreign evaluator took the slot.
@@ -275,8 +300,9 @@ def main():
             expect(counts[0] == counts[1] and int(counts[0]) > 0, f"profiler events {counts}")
             fns = load_probe(tmp)[0] if args.probe else load_ring(args.perftracker, tmp)[0]
             expect([x.count for x in find(fns, "f", "step")] == [20], "our count of f")
-        elif args.case == "evaluator_reset":
-            p = run(args, {}, tmp, script="reset_workload.py")
+        elif args.case in ("evaluator_reset", "evaluator_reset_idle"):
+            idle = ("idle",) if args.case == "evaluator_reset_idle" else ()
+            p = run(args, {}, tmp, script="reset_workload.py", script_args=idle)
             warnings = [l for l in p.stderr.splitlines() if l.startswith("perftracker:")]
             expect(len(warnings) == 1 and "reinstalled" in warnings[0], f"stderr: {p.stderr}")
             fns = load_probe(tmp)[0] if args.probe else load_ring(args.perftracker, tmp)[0]

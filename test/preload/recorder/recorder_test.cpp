@@ -171,6 +171,32 @@ TEST_CASE("sampled host time: exact counts, totals scaled from the timed calls",
         format::HistogramBucketValue(format::HistogramBucket(10'000)));
 }
 
+TEST_CASE("untimed Python calls: counted in bulk, their time estimated", "[aggregator]") {
+  Tables& tables = GetTables();
+  InitRecorder(1024, 1024);
+  const Slot cheap = InternFunction(format::FunctionKind::kPython, "bulk.py:3:cheap");
+  Aggregator agg(2, 0, 0);
+  uint64_t t = 0;
+  for (int it = 0; it < 2; ++it) {
+    // 1 timed call of 50 ns and 15 counted ones an iteration: 16 x 50 ns.
+    agg.Add(Call(cheap, t += 1000, 50), tables);
+    agg.Add(Event{cheap, EventType::kCall, {kCallUntimed, 0, 0}, kEpochTag | 0, 15, 0, 0, 0},
+            tables);
+    agg.Add(Iteration(t += 1000), tables);
+  }
+  auto w = agg.TakeFinished(t, tables);
+  REQUIRE(w);
+  const format::FunctionPattern* f = Find(*w, "bulk.py:3:cheap");
+  REQUIRE(f != nullptr);
+  CHECK(f->count == 32);
+  CHECK(f->duration.Count() == 2);
+  CHECK(f->total_ns == 32 * 50);
+  CHECK(f->self_ns == 32 * 50);
+  CHECK(f->per_iteration.Count() == 2);
+  CHECK(f->per_iteration.Quantile(0.5) ==
+        format::HistogramBucketValue(format::HistogramBucket(16 * 50)));
+}
+
 TEST_CASE("untimed calls are ordered by epoch, timed ones by time", "[aggregator]") {
   // Boundaries at times 100 and 200 carry epochs 3 and 7.
   std::vector<Event> batch = {
