@@ -123,6 +123,50 @@ Slot* SlotFor(RankData* rank, uint64_t iter_begin) {
   return &*it;
 }
 
+// Ranks decide the automatic switch to detailed mode on their own (mode_trigger.h): near the
+// threshold one may record a window in detailed mode that another records in light mode, where
+// cheap leaf functions fold into their callers. Compared as they are, the callers' self times
+// differ by the leaves' time and the leaves exist on one side only. So in a slot where some ranks
+// were light throughout, a Python function that no such rank recorded folds into its caller on
+// the other ranks, as light mode would have folded it: the slot is compared in light mode's shape.
+void HarmonizeModes(Dataset* dataset) {
+  const std::vector<FunctionInfo>& catalog = dataset->catalog.functions();
+  std::vector<int32_t> parent(catalog.size());
+  for (size_t f = 0; f < catalog.size(); ++f) {
+    parent[f] = catalog[f].parent_id != 0 ? dataset->catalog.IndexOf(catalog[f].parent_id) : -1;
+  }
+  std::vector<uint8_t> seen_light;
+  for (uint64_t key : dataset->slot_keys) {
+    std::vector<Slot*> light, detailed;
+    for (RankData& r : dataset->ranks) {
+      Slot* s = r.FindSlot(key);
+      if (s != nullptr && s->windows > 0)
+        (s->detailed_windows == 0 ? light : detailed).push_back(s);
+    }
+    if (light.empty() || detailed.empty()) continue;
+    seen_light.assign(catalog.size(), 0);
+    for (const Slot* s : light) {
+      for (size_t f = 0; f < s->functions.size(); ++f) seen_light[f] |= s->functions[f].count > 0;
+    }
+    for (Slot* s : detailed) {
+      // Callers are interned before their callees (a window lists callers first): from the
+      // last index down, a folded callee's time has reached its caller before the caller folds.
+      for (size_t f = s->functions.size(); f-- > 0;) {
+        FunctionSum& fn = s->functions[f];
+        const int32_t p = parent[f];
+        if (fn.count == 0 || seen_light[f] || p < 0 || static_cast<size_t>(p) >= f ||
+            catalog[f].kind != format::FunctionKind::kPython) {
+          continue;
+        }
+        FunctionSum& caller = s->functions[p];
+        caller.self_ns += fn.total_ns;
+        caller.sampling_var += fn.sampling_var;
+        fn = FunctionSum{};
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void FoldWindow(const format::Window& w, Catalog* catalog, RankData* rank,
@@ -133,6 +177,7 @@ void FoldWindow(const format::Window& w, Catalog* catalog, RankData* rank,
   slot->iter_begin = std::min(slot->iter_begin, w.iter_begin);
   slot->iter_end = std::max(slot->iter_end, std::max(w.iter_end, w.iter_begin));
   ++slot->windows;
+  slot->detailed_windows += w.detailed;
   // A window without iteration marks still covers iter_end - iter_begin iterations; in a job
   // whose iterations are never recognized, its duration is one. But once iterations have begun,
   // a window that made no progress covers none: inside a long iteration, the window where that
@@ -173,6 +218,7 @@ void Align(Dataset* dataset) {
   }
   dataset->shift = shift;
   dataset->slot_keys = std::move(keys);
+  HarmonizeModes(dataset);
   for (RankData& r : dataset->ranks) EstimateDevice(&r);
 }
 

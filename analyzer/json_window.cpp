@@ -30,7 +30,8 @@ json FunctionJson(const format::FunctionPattern& p) {
           {"device_ns", p.device_ns},
           {"duration", ToJson(p.duration)},
           {"device", ToJson(p.device)},
-          {"per_iteration", ToJson(p.per_iteration)}};
+          {"per_iteration", ToJson(p.per_iteration)},
+          {"self_duration", ToJson(p.self_duration)}};
 }
 
 json CollectiveJson(const format::CollectivePattern& c) {
@@ -101,10 +102,14 @@ json ToJson(const format::LiveState& s) {
 }
 
 json ToJson(const format::Identity& id) {
-  return {{"job_id", id.job_id},         {"hostname", id.hostname},
-          {"rank", id.rank},             {"local_rank", id.local_rank},
-          {"world_size", id.world_size}, {"pid", id.pid},
-          {"start_real_ns", id.start_real_ns}, {"start_mono_ns", id.start_mono_ns},
+  return {{"job_id", id.job_id},
+          {"hostname", id.hostname},
+          {"rank", id.rank},
+          {"local_rank", id.local_rank},
+          {"world_size", id.world_size},
+          {"pid", id.pid},
+          {"start_real_ns", id.start_real_ns},
+          {"start_mono_ns", id.start_mono_ns},
           {"library_version", id.library_version}};
 }
 

@@ -73,6 +73,7 @@ void Slot::Merge(const Slot& other) {
   iter_begin = std::min(iter_begin, other.iter_begin);
   iter_end = std::max(iter_end, other.iter_end);
   windows += other.windows;
+  detailed_windows += other.detailed_windows;
   iterations += other.iterations;
   iteration_ns += other.iteration_ns;
   MergeVectors(&functions, other.functions);

@@ -99,6 +99,7 @@ struct Slot {
   uint64_t iter_begin = 0;
   uint64_t iter_end = 0;
   uint64_t windows = 0;
+  uint64_t detailed_windows = 0;  // recorded in detailed mode (every Python function)
   double iterations = 0;
   double iteration_ns = 0;                 // summed iteration durations
   std::vector<FunctionSum> functions;      // by catalog index
@@ -122,6 +123,9 @@ struct RankData {
 
   int rank() const { return identity.rank; }
   const Slot* FindSlot(uint64_t key) const;
+  Slot* FindSlot(uint64_t key) {
+    return const_cast<Slot*>(static_cast<const RankData*>(this)->FindSlot(key));
+  }
 };
 
 struct Dataset {

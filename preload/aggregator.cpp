@@ -88,6 +88,11 @@ void Aggregator::AddSample(Slot slot, bool timed, uint64_t ns, uint64_t self_ns,
   f.total += ns;
   f.self += self_ns;
   f.wait += wait_ns;
+  if (self_ns != ns && !f.self_differs) {
+    f.self_differs = true;
+    f.self_duration = f.duration;
+  }
+  if (f.self_differs) f.self_duration.Add(self_ns);
   f.duration.Add(ns);
   ++f.iter_timed;
   f.iter_ns += std::max<uint64_t>(ns, 1);

@@ -49,6 +49,10 @@ class Aggregator {
     uint64_t slice_total = 0, slice_self = 0, iter_slice_ns = 0;
     uint64_t mean_ns = 0;  // of recent timed calls: the estimate when none was timed
     format::Histogram duration, device, per_iteration;
+    // Self times of the timed calls, kept once one differed from its duration (until then it
+    // would equal `duration`, which it copies at that moment).
+    format::Histogram self_duration;
+    bool self_differs = false;
   };
   struct CollectiveAcc {
     uint64_t count = 0, host_ns = 0, device_samples = 0, device_ns = 0;

@@ -65,6 +65,7 @@ format::Window Aggregator::Build(uint64_t end_ns, const Tables& tables) {
     p.duration = std::move(f.duration);
     p.device = std::move(f.device);
     p.per_iteration = std::move(f.per_iteration);
+    if (f.self_differs) p.self_duration = std::move(f.self_duration);
     index[slot] = static_cast<int32_t>(w.functions.size());
     w.functions.push_back(std::move(p));
     // An iteration in progress continues into the next window.

@@ -199,8 +199,8 @@ void Classify(CodeInfo* info, const char* file, const char* qualname) {
   info->record = included || info->always;
   const bool plain = info->record && !info->always && !named;
   info->may_sample = plain && g_hook.time_every > 1;
-  info->probe_left = plain && (g_hook.light_min_ns > 0 || info->may_sample) ? CodeInfo::kProbeCalls
-                                                                            : 0;
+  info->probe_left =
+      plain && (g_hook.light_min_ns > 0 || info->may_sample) ? CodeInfo::kProbeCalls : 0;
 }
 
 }  // namespace

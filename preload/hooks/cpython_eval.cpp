@@ -54,10 +54,10 @@ constexpr uint32_t kMonitorWords = 16;
 constexpr uint32_t kMonitorCapacity = kMonitorWords * 64;
 
 struct ShadowStack {
-  uint32_t depth;  // published with release stores for the live-slot reader
-  uint32_t seeds;  // entries [0, seeds) were running at install: their end is never seen
-  uint32_t steps;  // nesting of step functions: only the outermost one ends an iteration
-  uint64_t calls;  // evaluations seen (CheckEvalHook: are we still being called?)
+  uint32_t depth;         // published with release stores for the live-slot reader
+  uint32_t seeds;         // entries [0, seeds) were running at install: their end is never seen
+  uint32_t steps;         // nesting of step functions: only the outermost one ends an iteration
+  uint64_t calls;         // evaluations seen (CheckEvalHook: are we still being called?)
   uint32_t untimed_left;  // calls of sampled functions before the next timed one
   uint64_t random;        // xorshift64 state for the sampling intervals (0: not seeded)
   ShadowFrame frames[kCapacity];
@@ -132,7 +132,8 @@ inline CodeInfo* InfoOf(PyObject* code) {
   void* found = nullptr;
   if (g_hook.direct_extra) [[likely]] {
     const auto* extra = ReadField<const CodeExtra*>(code, g_hook.layout.co_extra_offset);
-    if (extra != nullptr && extra->size > g_hook.extra_index) found = extra->extras[g_hook.extra_index];
+    if (extra != nullptr && extra->size > g_hook.extra_index)
+      found = extra->extras[g_hook.extra_index];
   } else {
     g_api.CodeGetExtra(code, g_hook.extra_index, &found);  // cannot fail for a code object
   }

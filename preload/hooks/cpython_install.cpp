@@ -12,9 +12,9 @@
 #include <time.h>
 
 #include <algorithm>
-#include <cstring>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 
 #include "preload/config.h"
 #include "preload/cpython_internal.h"
@@ -112,8 +112,7 @@ int PendingCheck(void*) {
 // the slot is also watched from outside. Reading interp->eval_frame is a plain load; the check
 // itself runs on the main thread with the GIL, at its next bytecode boundary.
 void WatchEvalHook() {
-  if (g_python_exiting.load() || g_interp == nullptr || g_hook.monitoring ||
-      g_eval_loss_reported) {
+  if (g_python_exiting.load() || g_interp == nullptr || g_hook.monitoring || g_eval_loss_reported) {
     return;
   }
   if (g_api.GetEvalFrameFunc(g_interp) == &EvalHook) return;
@@ -197,9 +196,10 @@ void Install() {
   g_py_mode.forced.store(detailed);
   g_py_mode.detailed.store(detailed);
   g_hook.light_min_ns = detailed ? 0 : g_config.light_min_us * 1000;
-  g_hook.time_every = static_cast<uint32_t>(std::clamp<uint64_t>(g_config.py_time_every, 1, 1u << 20));
-  if (g_hook.time_every > 1 &&
-      !InitUntimedCounts(static_cast<uint32_t>(std::min<uint64_t>(g_config.max_functions, 1u << 24)))) {
+  g_hook.time_every =
+      static_cast<uint32_t>(std::clamp<uint64_t>(g_config.py_time_every, 1, 1u << 20));
+  if (g_hook.time_every > 1 && !InitUntimedCounts(static_cast<uint32_t>(
+                                   std::min<uint64_t>(g_config.max_functions, 1u << 24)))) {
     g_hook.time_every = 1;
   }
   InitRules(g_config.step_function, g_config.py_include);

@@ -81,6 +81,8 @@ struct FunctionPattern {
   Histogram duration;
   Histogram device;
   Histogram per_iteration;
+  // Exclusive time of the timed calls; empty when it equals `duration` (leaves, native calls).
+  Histogram self_duration;
   bool operator==(const FunctionPattern&) const = default;
 };
 

@@ -1,6 +1,7 @@
 // Maps format::Window to the column layout of schemas/window.fbs.
 #include <flatbuffers/flatbuffers.h>
 
+#include <algorithm>
 #include <bit>
 
 #include "schemas/format/packed.h"
@@ -158,9 +159,17 @@ std::span<const uint8_t> WindowEncoder::Encode(const Window& w) {
       PackedHistograms(b, s, f, [](const P& p) -> const Histogram& { return p.device; });
   const auto per_iter =
       PackedHistograms(b, s, f, [](const P& p) -> const Histogram& { return p.per_iteration; });
+  // Written only when some function has one: a window without any is byte for byte what
+  // writers produced before the column existed.
+  const bool any_self =
+      std::any_of(f.begin(), f.end(), [](const P& p) { return !p.self_duration.empty(); });
+  const auto self_duration =
+      any_self ? PackedHistograms(b, s, f,
+                                  [](const P& p) -> const Histogram& { return p.self_duration; })
+               : decltype(duration)();
   const auto functions =
       fb::CreateFunctionColumns(b, name, kind, parent, count, total, self, min, max, wait, bytes,
-                                dev_samples, dev_ns, duration, device, per_iter);
+                                dev_samples, dev_ns, duration, device, per_iter, self_duration);
 
   const auto collectives = EncodeCollectives(b, s, w.collectives);
   const std::vector<IterationStats> iters{w.iterations};

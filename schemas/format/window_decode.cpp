@@ -107,7 +107,8 @@ bool DecodeFunctions(const fb::FunctionColumns* c, std::vector<FunctionPattern>*
          Unpack(c->device_ns(), out, &P::device_ns) &&
          UnpackHistograms(c->duration(), out, &P::duration) &&
          UnpackHistograms(c->device(), out, &P::device) &&
-         UnpackHistograms(c->per_iteration(), out, &P::per_iteration) && FillFunctionIds(out);
+         UnpackHistograms(c->per_iteration(), out, &P::per_iteration) &&
+         UnpackHistograms(c->self_duration(), out, &P::self_duration) && FillFunctionIds(out);
 }
 
 bool DecodeCollectives(const fb::CollectiveColumns* c, std::vector<CollectivePattern>* out) {
@@ -187,19 +188,17 @@ bool DecodeWindow(std::span<const uint8_t> bytes, Window* out) {
 }
 
 std::string_view KindName(FunctionKind kind) {
-  static constexpr std::string_view kNames[] = {"unknown", "python",     "cuda_api",   "kernel",
-                                                "memcpy",  "memset",     "collective", "sync",
-                                                "gc",      "dataloader", "iteration",  "alloc",
-                                                "py_native"};
+  static constexpr std::string_view kNames[] = {
+      "unknown", "python", "cuda_api",   "kernel",    "memcpy", "memset",   "collective",
+      "sync",    "gc",     "dataloader", "iteration", "alloc",  "py_native"};
   const auto i = static_cast<size_t>(kind);
   return i < std::size(kNames) ? kNames[i] : "unknown";
 }
 
 std::string_view CollectiveOpName(CollectiveOp op) {
   static constexpr std::string_view kNames[] = {
-      "unknown", "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
-      "send",    "recv",       "all_to_all", "gather",         "scatter",   "barrier",
-      "net_send", "net_recv"};
+      "unknown", "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",   "send",
+      "recv",    "all_to_all", "gather",     "scatter",        "barrier",   "net_send", "net_recv"};
   const auto i = static_cast<size_t>(op);
   return i < std::size(kNames) ? kNames[i] : "unknown";
 }

@@ -250,3 +250,42 @@ TEST_CASE("the shutdown after the last iteration is not a slowdown", "[analyzer]
 }
 
 }  // namespace perftracker::testing
+
+namespace perftracker::testing {
+
+// Ranks switch to detailed mode on their own (the slowdown trigger): near the threshold, rank 3
+// alone records windows 2-4 in detailed mode. There a cheap leaf that light mode folds into its
+// caller is a function of its own, and the caller's self time is smaller by the leaf's time: a
+// function only rank 3 has, and a caller faster on rank 3 alone, yet no rank differs.
+TEST_CASE("a rank alone in detailed mode is not a deviation", "[analyzer][noise]") {
+  JobSpec spec = Job();
+  spec.edit = [](int rank, format::Window* w) {
+    const uint64_t iterations = std::max<uint64_t>(1, w->iterations.count);
+    format::FunctionPattern body;
+    body.kind = format::FunctionKind::kPython;
+    body.name = "train.py:10:step_body";
+    body.count = iterations;
+    body.total_ns = body.self_ns = WindowNs(*w) / 2;
+    body.min_ns = body.max_ns = body.total_ns / iterations;
+    body.duration.Add(body.max_ns, static_cast<uint32_t>(iterations));
+    w->functions.push_back(body);
+    w->detailed = rank == 3 && w->window_seq >= 2 && w->window_seq <= 4;
+    if (!w->detailed) return;
+    const uint64_t leaves_ns = WindowNs(*w) / 5;  // 1000 calls an iteration: 20% of the time
+    format::FunctionPattern leaf;
+    leaf.kind = format::FunctionKind::kPython;
+    leaf.name = "train.py:20:tiny";
+    leaf.parent = static_cast<int32_t>(w->functions.size() - 1);
+    leaf.count = 1000 * iterations;
+    leaf.total_ns = leaf.self_ns = leaves_ns;
+    leaf.min_ns = leaf.max_ns = leaves_ns / leaf.count;
+    leaf.duration.Add(leaf.max_ns, static_cast<uint32_t>(leaf.count));
+    w->functions.back().self_ns -= leaves_ns;
+    w->functions.push_back(std::move(leaf));
+  };
+  const Json j = Analyze(spec);
+  INFO(j["candidates"].dump(2));
+  CHECK(j["candidates"].empty());
+}
+
+}  // namespace perftracker::testing

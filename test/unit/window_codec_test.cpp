@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include <flatbuffers/flatbuffers.h>
+
+#include <catch2/catch.hpp>
 
 #include "schemas/format/live.h"
 #include "schemas/format/window.h"
@@ -28,6 +28,17 @@ TEST_CASE("a realistic window survives encode and decode unchanged", "[codec]") 
   const Window w = synthetic::MakeWindow(synthetic::JobShape{}, 5, 64, 3);
   REQUIRE(w.functions.size() == 2000);
   CHECK(RoundTrip(w) == w);
+}
+
+TEST_CASE("self-time histograms round-trip; absent reads as empty", "[codec]") {
+  Window w = synthetic::MakeWindow(synthetic::JobShape{}, 5, 8, 3);
+  REQUIRE(w.functions.size() > 2);
+  w.functions[1].self_duration.Add(700, 3);
+  w.functions[2].self_duration.Add(90'000);
+  const Window out = RoundTrip(w);
+  CHECK(out == w);
+  CHECK(out.functions[1].self_duration.Count() == 3);
+  CHECK(out.functions[0].self_duration.empty());
 }
 
 TEST_CASE("an empty window round-trips", "[codec]") {
@@ -58,9 +69,11 @@ TEST_CASE("function ids follow kind, name and caller, and agree across ranks", "
 TEST_CASE("the static tail is byte-identical while the function table is unchanged", "[codec]") {
   format::WindowEncoder encoder;
   const auto a = encoder.Encode(testing::SmallWindow(1));
-  const std::vector<uint8_t> first(a.end() - static_cast<long>(encoder.static_tail_size()), a.end());
+  const std::vector<uint8_t> first(a.end() - static_cast<long>(encoder.static_tail_size()),
+                                   a.end());
   const auto b = encoder.Encode(testing::SmallWindow(2));
-  const std::vector<uint8_t> second(b.end() - static_cast<long>(encoder.static_tail_size()), b.end());
+  const std::vector<uint8_t> second(b.end() - static_cast<long>(encoder.static_tail_size()),
+                                    b.end());
   CHECK(first == second);
   // A fresh encoder (no cache) produces the same bytes as the cached path.
   format::WindowEncoder fresh;

@@ -79,6 +79,7 @@ class Fn:
         self.key, self.kind, self.parent, self.name = key, kind, parent, name
         self.count = self.total = self.self_ns = 0
         self.timed = 0  # calls whose time was measured (the rest: counted, time estimated)
+        self.self_hist = None  # ring: timed calls in the self-time histogram (0: equals duration)
 
 
 def load_probe(tmp):
@@ -120,6 +121,7 @@ def load_ring(cli, tmp):
             fn.total += p["total_ns"]
             fn.self_ns += p["self_ns"]
             fn.timed += sum(p["duration"].get("counts", []))  # one entry per timed call
+            fn.self_hist = (fn.self_hist or 0) + sum(p.get("self_duration", {}).get("counts", []))
     return fns, iterations, stack
 
 
@@ -213,6 +215,10 @@ def check_workload(fns, iterations, stack, probe, minor, monitored=False, sample
     g = find(fns, "g", "main")
     expect(len(g) == 1 and g[0].count == 1, "g called once from main")
     expect(0 < g[0].self_ns < g[0].total, f"g: self {g[0].self_ns} < inclusive {g[0].total}")
+    if not probe:
+        # A caller's self times have a histogram of their own; a leaf's would equal its durations.
+        expect(g[0].self_hist == 1, f"g: {g[0].self_hist} self-time histogram entries")
+        expect(f_g[0].self_hist == 0, f"f: {f_g[0].self_hist} self-time histogram entries")
     expect(g[0].total >= f_g[0].total, "g inclusive covers its callees")
     s = find(fns, "sleeper", "main")
     expect(len(s) == 1 and s[0].count == 5, "sleeper called 5 times")
