@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""torchrun (2 ranks, gloo, Debian's torch) under LD_PRELOAD: the data loader, the optimizer step
-(iterations) and torch.distributed collectives are recognized, with the same function ids and
-counts on every rank. A trigger file naming iteration 4 (windows of 4 iterations) makes both
-ranks record detailed windows from iteration 4 on, alike.
+"""torchrun (4 ranks, gloo, Debian's torch) under LD_PRELOAD: the data loader, the forward pass,
+the backward pass, the optimizer step (iterations) and torch.distributed collectives are each
+recorded once a step, with the same function ids and counts on every rank. A trigger file naming
+iteration 4 (windows of 4 iterations) makes every rank record detailed windows from iteration 4
+on, alike.
 
-  ddp_test.py --lib libperftracker.so --perftracker CLI [--nproc 2]
+  ddp_test.py --lib libperftracker.so --perftracker CLI [--nproc 4]
 """
 import argparse
 import glob
@@ -43,7 +44,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
     ap.add_argument("--perftracker", required=True)
-    ap.add_argument("--nproc", type=int, default=2)
+    ap.add_argument("--nproc", type=int, default=4)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PERFTRACKER_")}
@@ -84,14 +85,26 @@ def main():
             by_name[q] = by_name.get(q, 0) + f["count"]
         if by_name.get("all_reduce") != STEPS or by_name.get("barrier", 0) < 1:
             fail(f"rank {r}: collectives {by_name}")
-        steps = [f for f in fns.values() if f["name"].endswith(":SGD.step")]
-        if sum(f["count"] for f in steps) != STEPS:
-            fail(f"rank {r}: SGD.step {steps}")
-        # Same ids and counts on every rank for the recognized functions.
-        signatures.append(sorted((i, f["count"]) for i, f in {**loader, **colls}.items()))
+        # What the job did each step: forward (DDP's, then the model's), backward (the tensor's,
+        # then autograd's), the optimizer step.
+        per_step = {}
+        for label, suffix in (("forward", ":DistributedDataParallel.forward"),
+                              ("model", ":Sequential.forward"),
+                              ("backward", ":Tensor.backward"),
+                              ("autograd", "torch/autograd/__init__.py"),
+                              ("step", ":SGD.step")):
+            found = {i: f for i, f in fns.items() if f["kind"] == "python" and (
+                f["name"].endswith(suffix) if suffix.startswith(":") else
+                suffix in f["name"] and f["name"].endswith(":backward"))}
+            if sum(f["count"] for f in found.values()) != STEPS:
+                fail(f"rank {r}: {label} {list(found.values())}")
+            per_step.update(found)
+        # Same ids and counts on every rank.
+        signatures.append(sorted((i, f["count"])
+                                 for i, f in {**loader, **colls, **per_step}.items()))
     if any(s != signatures[0] for s in signatures):
         fail(f"ranks disagree: {signatures}")
-    print(f"ok: ddp {args.nproc} ranks, {STEPS} iterations, {len(signatures[0])} recognized ids")
+    print(f"ok: ddp {args.nproc} ranks, {STEPS} iterations, {len(signatures[0])} ids alike")
 
 
 if __name__ == "__main__":
