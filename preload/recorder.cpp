@@ -214,15 +214,10 @@ void RecordUntimedCalls(Slot slot, uint64_t calls, uint64_t epoch) {
 }
 
 bool ReloadHostSample() {
-  // xorshift64 per thread, seeded from the thread's own address: threads do not sample in step.
   thread_local uint64_t state [[gnu::tls_model("initial-exec")]] =
       reinterpret_cast<uintptr_t>(&state) | 1;
-  state ^= state << 13;
-  state ^= state >> 7;
-  state ^= state << 17;
-  const uint32_t every = g_host_sample_every.load(std::memory_order_relaxed);
-  // Uniform in [1, 2N-1]: a mean interval of N calls.
-  t_host_countdown = every <= 1 ? 1 : 1 + static_cast<uint32_t>(state % (2 * every - 1));
+  t_host_countdown =
+      NextSampleInterval(state, g_host_sample_every.load(std::memory_order_relaxed));
   return true;
 }
 

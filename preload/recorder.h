@@ -15,6 +15,7 @@
 // appends them to the ring file. It refreshes the live slot at least once a second.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -101,6 +102,19 @@ inline thread_local uint32_t t_host_countdown [[gnu::tls_model("initial-exec")]]
 // Of the timed calls, 1 in 8 also measures the hook's own cost (two more clock readings).
 inline thread_local uint32_t t_timed_calls [[gnu::tls_model("initial-exec")]] = 0;
 [[gnu::cold, gnu::noinline]] bool ReloadHostSample();
+// The calls until the next timed one when 1 in `every` is timed: uniform in [1, 2 * every - 1],
+// a mean interval of `every`. `state` is a per-thread xorshift64, never 0; seeded from a
+// thread-local address, threads do not sample in step. Shared by the native hooks' host time
+// and the Python hook's cheap functions.
+inline uint32_t NextSampleInterval(uint64_t& state, uint32_t every) {
+  state ^= state << 13;
+  state ^= state >> 7;
+  state ^= state << 17;
+  // Multiply-shift, not %: a 64-bit division costs as much as the rest of a hook. The clamp
+  // keeps the range below 2^32, so the product fits.
+  const uint64_t range = 2 * uint64_t{std::clamp<uint32_t>(every, 1, 1u << 30)} - 1;
+  return 1 + static_cast<uint32_t>(((state & 0xffffffffu) * range) >> 32);
+}
 inline bool SampleHostTime() {
   if (t_host_countdown > 1) [[likely]] {
     --t_host_countdown;

@@ -207,16 +207,9 @@ inline void CountUntimed(Slot slot) {
   if (n % g_hook.window_iters == 0) ApplyPyModeAt(n / g_hook.window_iters);
 }
 
-// Uniform in [1, 2N-1] calls: a mean interval of N, and no periodic call pattern is always or
-// never timed.
 [[gnu::cold, gnu::noinline]] bool ReloadTimeSample(ShadowStack& s) {
   if (s.random == 0) s.random = reinterpret_cast<uintptr_t>(&s) | 1;
-  s.random ^= s.random << 13;
-  s.random ^= s.random >> 7;
-  s.random ^= s.random << 17;
-  // Multiply-shift, not %: a 64-bit division costs as much as the rest of the hook.
-  const uint64_t range = 2 * uint64_t{g_hook.time_every} - 1;
-  s.untimed_left = 1 + static_cast<uint32_t>(((s.random & 0xffffffffu) * range) >> 32);
+  s.untimed_left = NextSampleInterval(s.random, g_hook.time_every);
   return true;
 }
 

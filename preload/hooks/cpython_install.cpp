@@ -97,7 +97,8 @@ bool CallsUs() {
 }
 
 namespace {
-bool g_eval_loss_reported = false;
+// Set once the slot's loss was handled (reinstalled, or reported); read by the writer's watch.
+std::atomic<bool> g_eval_loss_reported{false};
 std::atomic<bool> g_check_pending{false};
 std::atomic<bool> g_python_exiting{false};
 PyInterpreterState* g_interp = nullptr;
@@ -112,9 +113,8 @@ int PendingCheck(void*) {
 // the slot is also watched from outside. Reading interp->eval_frame is a plain load; the check
 // itself runs on the main thread with the GIL, at its next bytecode boundary.
 void WatchEvalHook() {
-  if (g_python_exiting.load() || g_interp == nullptr || g_hook.monitoring || g_eval_loss_reported) {
-    return;
-  }
+  // Not g_hook.monitoring: that is the GIL's to read, and only a handled loss starts it.
+  if (g_python_exiting.load() || g_interp == nullptr || g_eval_loss_reported.load()) return;
   if (g_api.GetEvalFrameFunc(g_interp) == &EvalHook) return;
   if (!g_check_pending.exchange(true) && g_api.AddPendingCall(&PendingCheck, nullptr) != 0) {
     g_check_pending.store(false);  // the queue is full: next second
@@ -131,9 +131,8 @@ void MarkPythonExiting() { g_python_exiting.store(true); }
 // thread since the last check, nor for a probe frame) cannot be undone without fighting its owner:
 // on 3.12+ recording goes on through sys.monitoring; before, the loss is reported once.
 void CheckEvalHook() {
-  bool& reported = g_eval_loss_reported;
   static uint64_t last_calls = 0;
-  if (g_hook.previous == nullptr || reported) return;
+  if (g_hook.previous == nullptr || g_eval_loss_reported.load()) return;
   PyInterpreterState* interp = g_api.InterpreterGet();
   const EvalFrameFn current = g_api.GetEvalFrameFunc(interp);
   const uint64_t calls = ThreadHookCalls();
@@ -144,7 +143,7 @@ void CheckEvalHook() {
   if (current == g_api.eval_frame_default || current == nullptr) {
     Warn("the Python frame evaluator was reset by another tool; reinstalled");
     g_api.SetEvalFrameFunc(interp, &EvalHook);
-    reported = true;
+    g_eval_loss_reported.store(true);
   } else if (calls == last_calls && !CallsUs()) {
     int tool_id = 0;
     if (StartMonitoring(&tool_id)) {
@@ -157,7 +156,7 @@ void CheckEvalHook() {
           "another tool replaced the Python frame evaluator; Python functions are no longer "
           "recorded");
     }
-    reported = true;
+    g_eval_loss_reported.store(true);
   }
   last_calls = calls;
 }
