@@ -1,12 +1,12 @@
 // Start-up of libperftracker.so. The library stays passive — pure pass-through, no thread, no
 // file — unless this process is a training rank (RANK or LOCAL_RANK set) and PERFTRACKER_ENABLE
 // is not 0. Hook families resolve their own symbols in their own constructors and test Active().
-#include "preload/config.h"
-#include "preload/identity.h"
-#include "preload/log.h"
-#include "preload/net_links.h"
-#include "preload/recorder_state.h"
-#include "preload/writer.h"
+#include "preload/core/config.h"
+#include "preload/core/identity.h"
+#include "preload/core/log.h"
+#include "preload/nccl/net_links.h"
+#include "preload/core/recorder_state.h"
+#include "preload/core/writer.h"
 #include "schemas/format/version.h"
 
 namespace perftracker::preload {

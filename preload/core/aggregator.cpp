@@ -1,4 +1,4 @@
-#include "preload/aggregator.h"
+#include "preload/core/aggregator.h"
 
 #include <algorithm>
 

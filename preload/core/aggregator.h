@@ -12,8 +12,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "preload/event_ring.h"
-#include "preload/recorder_state.h"
+#include "preload/core/event_ring.h"
+#include "preload/core/recorder_state.h"
 #include "schemas/format/live.h"
 #include "schemas/format/window.h"
 

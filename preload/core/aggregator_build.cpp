@@ -1,5 +1,5 @@
 // Aggregator::Build: the accumulated patterns of the open window as a format::Window.
-#include "preload/aggregator.h"
+#include "preload/core/aggregator.h"
 
 namespace perftracker::preload {
 namespace {

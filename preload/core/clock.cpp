@@ -1,4 +1,4 @@
-#include "preload/clock.h"
+#include "preload/core/clock.h"
 
 #include <time.h>
 
@@ -10,7 +10,7 @@
 #include <x86intrin.h>
 #endif
 
-#include "preload/recorder.h"
+#include "preload/core/recorder.h"
 
 namespace perftracker::preload {
 namespace {

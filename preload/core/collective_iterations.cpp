@@ -1,4 +1,4 @@
-#include "preload/collective_iterations.h"
+#include "preload/core/collective_iterations.h"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
 // Iteration boundaries for a process without Python step markers, from the period of its
-// collective sequence (preload/iteration_period.h). The writer thread hands it every drained
+// collective sequence (preload/core/iteration_period.h). The writer thread hands it every drained
 // batch before ordering it; nothing here runs on a hook's thread.
 //
 // Python step markers win: once one is seen in a batch, the detector is dropped for good (its
@@ -11,9 +11,9 @@
 #include <memory>
 #include <vector>
 
-#include "preload/event_ring.h"
-#include "preload/iteration_period.h"
-#include "preload/recorder_state.h"
+#include "preload/core/event_ring.h"
+#include "preload/core/iteration_period.h"
+#include "preload/core/recorder_state.h"
 
 namespace perftracker::preload {
 

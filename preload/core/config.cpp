@@ -1,10 +1,10 @@
-#include "preload/config.h"
+#include "preload/core/config.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
-#include "preload/log.h"
+#include "preload/core/log.h"
 
 namespace perftracker::preload {
 namespace {

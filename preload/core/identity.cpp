@@ -1,4 +1,4 @@
-#include "preload/identity.h"
+#include "preload/core/identity.h"
 
 #include <time.h>
 #include <unistd.h>

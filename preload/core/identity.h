@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "preload/config.h"
+#include "preload/core/config.h"
 #include "schemas/format/ring_file.h"
 
 namespace perftracker::preload {

@@ -1,4 +1,4 @@
-#include "preload/iteration_period.h"
+#include "preload/core/iteration_period.h"
 
 #include <algorithm>
 

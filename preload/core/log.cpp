@@ -1,4 +1,4 @@
-#include "preload/log.h"
+#include "preload/core/log.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "preload/mode_trigger.h"
+#include "preload/core/mode_trigger.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "preload/py_mode.h"
+#include "preload/core/py_mode.h"
 
 namespace perftracker::preload {
 

@@ -23,7 +23,7 @@
 #include <ctime>
 #include <string>
 
-#include "preload/config.h"
+#include "preload/core/config.h"
 
 namespace perftracker::preload {
 

@@ -6,7 +6,7 @@
 // not Python, and calls before the hook is installed get kNoSlot.
 #pragma once
 
-#include "preload/recorder.h"
+#include "preload/core/recorder.h"
 
 namespace perftracker::preload {
 

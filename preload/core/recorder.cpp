@@ -8,8 +8,8 @@
 #include <bit>
 #include <unordered_map>
 
-#include "preload/log.h"
-#include "preload/recorder_state.h"
+#include "preload/core/log.h"
+#include "preload/core/recorder_state.h"
 
 namespace perftracker::preload {
 namespace {

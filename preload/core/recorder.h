@@ -22,7 +22,7 @@
 #include <string_view>
 #include <vector>
 
-#include "preload/event_ring.h"
+#include "preload/core/event_ring.h"
 #include "schemas/format/window.h"
 
 namespace perftracker::preload {
@@ -69,7 +69,7 @@ void SetWriterTick(WriterTick tick);
 void RecordCall(Slot slot, uint64_t end_ns, uint64_t duration_ns, uint64_t self_ns,
                 uint64_t wait_ns = 0, uint64_t bytes = 0);
 // Advanced at every iteration end and every window written. A Python frame still running from an
-// older epoch reports a slice of its time at its thread's next Python call (hooks/
+// older epoch reports a slice of its time at its thread's next Python call (python/
 // cpython_eval.cpp), so the time of a loop that never returns (a background thread's) lands in
 // the iterations and windows where it was spent. Only frames open across an iteration boundary
 // are cut: the outer loop, background loops, not the calls inside a step.

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "preload/event_ring.h"
-#include "preload/recorder.h"
+#include "preload/core/event_ring.h"
+#include "preload/core/recorder.h"
 
 namespace perftracker::preload {
 

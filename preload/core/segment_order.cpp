@@ -1,4 +1,4 @@
-#include "preload/segment_order.h"
+#include "preload/core/segment_order.h"
 
 #include <algorithm>
 

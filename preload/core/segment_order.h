@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "preload/event_ring.h"
+#include "preload/core/event_ring.h"
 
 namespace perftracker::preload {
 

@@ -1,4 +1,4 @@
-#include "preload/symbols.h"
+#include "preload/core/symbols.h"
 
 #include <dlfcn.h>
 

@@ -1,6 +1,6 @@
 // Who runs here: one background thread ("perftracker"), plus whichever thread calls Flush (exit
 // paths). All aggregation state sits behind one mutex that no hook ever takes.
-#include "preload/writer.h"
+#include "preload/core/writer.h"
 
 #include <fcntl.h>
 #include <flatbuffers/flatbuffers.h>
@@ -15,13 +15,13 @@
 #include <mutex>
 #include <vector>
 
-#include "preload/aggregator.h"
-#include "preload/clock.h"
-#include "preload/collective_iterations.h"
-#include "preload/log.h"
-#include "preload/mode_trigger.h"
-#include "preload/recorder_state.h"
-#include "preload/segment_order.h"
+#include "preload/core/aggregator.h"
+#include "preload/core/clock.h"
+#include "preload/core/collective_iterations.h"
+#include "preload/core/log.h"
+#include "preload/core/mode_trigger.h"
+#include "preload/core/recorder_state.h"
+#include "preload/core/segment_order.h"
 
 namespace perftracker::preload {
 namespace {

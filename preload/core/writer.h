@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "preload/config.h"
+#include "preload/core/config.h"
 #include "schemas/format/ring_file.h"
 
 namespace perftracker::preload {

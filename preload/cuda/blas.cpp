@@ -1,10 +1,10 @@
-#include "preload/driver_blas.h"
+#include "preload/cuda/blas.h"
 
 #include <dlfcn.h>
 
 #include <cstdio>
 
-#include "preload/symbols.h"
+#include "preload/core/symbols.h"
 
 namespace perftracker::preload::blas {
 namespace {

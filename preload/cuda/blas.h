@@ -19,8 +19,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "preload/recorder.h"
-#include "preload/symbols.h"
+#include "preload/core/recorder.h"
+#include "preload/core/symbols.h"
 
 namespace perftracker::preload::blas {
 

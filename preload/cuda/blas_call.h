@@ -1,5 +1,5 @@
 // The shape shared by every cuBLAS / cuBLASLt hook: guard -> pattern -> timestamp -> real call
-// -> record. Per call: host time under the GEMM's shape-class pattern (preload/driver_blas.h),
+// -> record. Per call: host time under the GEMM's shape-class pattern (preload/cuda/blas.h),
 // and its exact floating-point operations in the pattern's work column (`bytes`), so that the
 // analyzer can tell achieved TFLOP/s; 1 in PERFTRACKER_SAMPLE_EVERY calls per class is
 // bracketed with the runtime tier's pooled timing events on the call's stream for its device
@@ -10,8 +10,8 @@
 
 #include <cublas_api.h>
 
-#include "preload/cuda_hook.h"
-#include "preload/driver_blas.h"
+#include "preload/cuda/cuda_hook.h"
+#include "preload/cuda/blas.h"
 
 #define PERFTRACKER_BLAS_HOOK extern "C" [[gnu::visibility("default")]]
 

@@ -2,9 +2,9 @@
 // half/bf16/tf32, cublasSgemm/cublasHgemm and their strided-batched forms). cuBLAS carries its
 // own static runtime, so its kernels never pass through the runtime hooks: these calls are how
 // GEMM time is seen by default. Each call records its shape-class pattern (see
-// preload/driver_blas_call.h); the stream comes from cublasGetStream.
-#include "preload/config.h"
-#include "preload/driver_blas_call.h"
+// preload/cuda/blas_call.h); the stream comes from cublasGetStream.
+#include "preload/core/config.h"
+#include "preload/cuda/blas_call.h"
 
 namespace perftracker::preload::blas {
 namespace {

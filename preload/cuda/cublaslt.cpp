@@ -3,7 +3,7 @@
 // n, A's inner dimension (after the transpose) is k, D's batch count the batch.
 #include <cublasLt.h>
 
-#include "preload/driver_blas_call.h"
+#include "preload/cuda/blas_call.h"
 
 namespace perftracker::preload::blas {
 namespace {

@@ -10,11 +10,11 @@
 
 #include <cuda_runtime_api.h>
 
-#include "preload/cuda_sites.h"
-#include "preload/device_timer.h"
-#include "preload/python_context.h"
-#include "preload/recorder.h"
-#include "preload/symbols.h"
+#include "preload/cuda/cuda_sites.h"
+#include "preload/cuda/device_timer.h"
+#include "preload/core/python_context.h"
+#include "preload/core/recorder.h"
+#include "preload/core/symbols.h"
 
 // Exported hooks: the version script decides what leaves the library; this lifts
 // -fvisibility=hidden for them.
@@ -40,7 +40,7 @@ inline bool Tracing() {
 // True when CUPTI times kernels and copies, so no timing events are needed for them.
 inline std::atomic<bool> g_cupti_timing{false};
 
-// Set by the constructor when PERFTRACKER_CUPTI=1: the first timed call starts CUPTI (hooks/
+// Set by the constructor when PERFTRACKER_CUPTI=1: the first timed call starts CUPTI (cuda/
 // cupti.cpp), late enough for the application to have claimed CUPTI itself if it wanted to.
 inline std::atomic<bool> g_cupti_pending{false};
 void StartCupti();

@@ -1,7 +1,7 @@
 // CUDA runtime hooks: kernel and graph launches (and their per-thread-default-stream variants).
 // Each launch counts under its API function, its call site and its kernel; sampled launches
-// also get the kernel's device time (see preload/cuda_hook.h).
-#include "preload/cuda_hook.h"
+// also get the kernel's device time (see preload/cuda/cuda_hook.h).
+#include "preload/cuda/cuda_hook.h"
 
 namespace perftracker::preload {
 namespace {

@@ -2,7 +2,7 @@
 // all-to-all packing). Like the 1D family: per API and direction, synchronous forms count as
 // wait, asynchronous ones get sampled device time on their own slot. Bytes are the bytes moved
 // (width x height [x depth]), not the pitched footprint.
-#include "preload/cuda_hook.h"
+#include "preload/cuda/cuda_hook.h"
 
 namespace perftracker::preload {
 namespace {

@@ -1,7 +1,7 @@
 // CUDA runtime hooks: copies (per direction), memsets and the allocation family.
 // Synchronous copies count their whole duration as wait time; asynchronous copies and memsets
 // get sampled device time on their own API-by-direction slot.
-#include "preload/cuda_hook.h"
+#include "preload/cuda/cuda_hook.h"
 
 namespace perftracker::preload {
 namespace {

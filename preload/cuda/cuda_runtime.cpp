@@ -1,9 +1,9 @@
 // The CUDA runtime hook family's start-up: configuration of sampling and CUPTI, and the flush
 // callback that collects pending device timers while CUDA is still alive. The hooks themselves
 // are in cuda_launch.cpp, cuda_memory.cpp and cuda_sync.cpp; NCCL's in nccl*.cpp.
-#include "preload/config.h"
-#include "preload/cuda_hook.h"
-#include "preload/log.h"
+#include "preload/core/config.h"
+#include "preload/cuda/cuda_hook.h"
+#include "preload/core/log.h"
 
 namespace perftracker::preload {
 namespace {

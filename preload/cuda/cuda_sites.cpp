@@ -1,4 +1,4 @@
-#include "preload/cuda_sites.h"
+#include "preload/cuda/cuda_sites.h"
 
 #include <cuda_runtime_api.h>
 #include <cxxabi.h>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "preload/symbols.h"
+#include "preload/core/symbols.h"
 
 namespace perftracker::preload {
 namespace {

@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "preload/recorder.h"
+#include "preload/core/recorder.h"
 
 namespace perftracker::preload {
 

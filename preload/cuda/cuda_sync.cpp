@@ -1,6 +1,6 @@
 // CUDA runtime hooks: host synchronization (all of its time is waiting), and events recorded
 // and waited on by streams (no host wait; counted so that a changed dependency pattern shows).
-#include "preload/cuda_hook.h"
+#include "preload/cuda/cuda_hook.h"
 
 namespace perftracker::preload {
 namespace {

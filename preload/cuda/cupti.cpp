@@ -14,9 +14,9 @@
 
 #include <cstdlib>
 
-#include "preload/cuda_hook.h"
-#include "preload/log.h"
-#include "preload/symbols.h"
+#include "preload/cuda/cuda_hook.h"
+#include "preload/core/log.h"
+#include "preload/core/symbols.h"
 
 namespace perftracker::preload {
 

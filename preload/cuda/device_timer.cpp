@@ -1,4 +1,4 @@
-#include "preload/device_timer.h"
+#include "preload/cuda/device_timer.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -7,7 +7,7 @@
 #include <atomic>
 #include <cstdlib>
 
-#include "preload/symbols.h"
+#include "preload/core/symbols.h"
 
 namespace perftracker::preload {
 namespace {

@@ -17,7 +17,7 @@
 
 #include <cstdint>
 
-#include "preload/recorder.h"
+#include "preload/core/recorder.h"
 
 namespace perftracker::preload {
 

@@ -1,4 +1,4 @@
-// The dlsym interposition of the driver tier (see preload/driver_tier.h).
+// The dlsym interposition of the driver tier (see preload/driver/driver_tier.h).
 //
 // glibc's dlsym finds the caller's object from its return address, so a C++ wrapper that calls
 // it would make every RTLD_NEXT (and RTLD_DEFAULT) lookup relative to libperftracker.so instead
@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "preload/driver_tier.h"
-#include "preload/log.h"
+#include "preload/driver/driver_tier.h"
+#include "preload/core/log.h"
 
 // Read by the assembly entry (plain loads; written once before the tier starts, atomically).
 extern "C" {

@@ -1,4 +1,4 @@
-// The driver tier's entry points (see preload/driver_tier.h): the table of wrapped driver
+// The driver tier's entry points (see preload/driver/driver_tier.h): the table of wrapped driver
 // functions, the cuGetProcAddress / cuGetProcAddress_v2 wrappers, and the tier's state.
 //
 // cuGetProcAddress hands out a wrapper only for the launch entry points (cuLaunchKernel[Ex],
@@ -11,11 +11,11 @@
 
 #include <cstring>
 
-#include "preload/config.h"
-#include "preload/driver_internal.h"
-#include "preload/log.h"
-#include "preload/recorder.h"
-#include "preload/symbols.h"
+#include "preload/core/config.h"
+#include "preload/driver/driver_internal.h"
+#include "preload/core/log.h"
+#include "preload/core/recorder.h"
+#include "preload/core/symbols.h"
 
 namespace perftracker::preload::driver {
 namespace {

@@ -1,5 +1,5 @@
-// Shared by hooks/driver.cpp (cuGetProcAddress, the entry-point table, the tier's state) and
-// hooks/driver_launch.cpp (the launch wrappers and the kernel table).
+// Shared by driver/driver.cpp (cuGetProcAddress, the entry-point table, the tier's state) and
+// driver/driver_launch.cpp (the launch wrappers and the kernel table).
 #pragma once
 
 #include <cuda.h>
@@ -7,7 +7,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "preload/driver_tier.h"
+#include "preload/driver/driver_tier.h"
 
 namespace perftracker::preload::driver {
 

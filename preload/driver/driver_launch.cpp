@@ -1,5 +1,5 @@
 // Driver-tier launch wrappers: cuLaunchKernel[Ex][_ptsz], cuLaunchCooperativeKernel[_ptsz] and
-// cuGraphLaunch[_ptsz], handed out by hooks/driver.cpp.
+// cuGraphLaunch[_ptsz], handed out by driver/driver.cpp.
 //
 // Each launch counts under its API function and its kernel (named once per CUfunction with
 // cuFuncGetName, cached in a fixed lock-free table); 1 in PERFTRACKER_SAMPLE_EVERY launches per
@@ -12,8 +12,8 @@
 // API call and the kernel it launched.
 #include <cstring>
 
-#include "preload/cuda_hook.h"
-#include "preload/driver_internal.h"
+#include "preload/cuda/cuda_hook.h"
+#include "preload/driver/driver_internal.h"
 
 namespace perftracker::preload::driver {
 namespace {

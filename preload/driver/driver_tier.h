@@ -2,7 +2,7 @@
 // dynamically linked CUDA runtime -- NCCL >= 2.22, cuBLAS/cuDNN with their static runtimes,
 // Triton -- reach the driver through pointers from dlsym(libcuda, ...) and cuGetProcAddress.
 //
-// hooks/dlsym.cpp interposes dlsym. Its entry is a few instructions of assembly that tail-jump
+// driver/dlsym.cpp interposes dlsym. Its entry is a few instructions of assembly that tail-jump
 // to glibc's dlsym, so glibc still sees the caller's return address (RTLD_NEXT and RTLD_DEFAULT
 // resolve relative to the caller's object, research/interception.md §2). With the tier off --
 // the default, and in every passive process -- that tail jump is all it does. With it on, a
@@ -10,7 +10,7 @@
 // our wrapper, which forwards to the real definition; everything else, RTLD_NEXT lookups and
 // cuGetExportTable included, is untouched.
 //
-// hooks/driver.cpp owns the wrappers: cuGetProcAddress[_v2] hands out wrapped launch entry
+// driver/driver.cpp owns the wrappers: cuGetProcAddress[_v2] hands out wrapped launch entry
 // points; a wrapped launch records the API call and its kernel (named once per CUfunction with
 // cuFuncGetName) and samples device time with the runtime tier's pooled timing events.
 //

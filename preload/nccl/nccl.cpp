@@ -5,8 +5,8 @@
 // event pair: start before the op on its stream, end after it -- or, inside a group, after the
 // outermost ncclGroupEnd, because only then is the work launched. The duration includes the
 // time spent waiting for late peers, so the last rank to arrive has the shortest one.
-#include "preload/cuda_hook.h"
-#include "preload/nccl_comms.h"
+#include "preload/cuda/cuda_hook.h"
+#include "preload/nccl/nccl_comms.h"
 
 namespace perftracker::preload {
 namespace {

@@ -3,8 +3,8 @@
 // ncclUniqueId bytes for ncclCommInitRank*, and parent id + color + the parent's split count for
 // ncclCommSplit / ncclCommShrink children. Every call is also timed as a function pattern
 // (bootstrap and teardown stalls show up there).
-#include "preload/cuda_hook.h"
-#include "preload/nccl_comms.h"
+#include "preload/cuda/cuda_hook.h"
+#include "preload/nccl/nccl_comms.h"
 
 namespace perftracker::preload {
 namespace {

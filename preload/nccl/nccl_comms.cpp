@@ -1,7 +1,7 @@
-#include "preload/nccl_comms.h"
+#include "preload/nccl/nccl_comms.h"
 
-#include "preload/log.h"
-#include "preload/symbols.h"
+#include "preload/core/log.h"
+#include "preload/core/symbols.h"
 
 namespace perftracker::preload {
 namespace {

@@ -14,8 +14,8 @@
 #include <atomic>
 #include <cstdint>
 
-#include "preload/recorder.h"
-#include "preload/symbols.h"
+#include "preload/core/recorder.h"
+#include "preload/core/symbols.h"
 
 namespace perftracker::preload {
 

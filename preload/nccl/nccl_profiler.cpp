@@ -16,10 +16,10 @@
 #include <climits>
 #include <cstring>
 
-#include "preload/log.h"
-#include "preload/nccl_profiler_abi.h"
-#include "preload/net_links.h"
-#include "preload/recorder.h"
+#include "preload/core/log.h"
+#include "preload/nccl/nccl_profiler_abi.h"
+#include "preload/nccl/net_links.h"
+#include "preload/core/recorder.h"
 
 namespace perftracker::preload {
 namespace {

@@ -1,8 +1,8 @@
-#include "preload/net_links.h"
+#include "preload/nccl/net_links.h"
 
 #include <algorithm>
 
-#include "preload/nccl_profiler_abi.h"
+#include "preload/nccl/nccl_profiler_abi.h"
 
 namespace perftracker::preload::net {
 namespace {

@@ -1,5 +1,5 @@
 // Per-connection network accounting from NCCL's proxy events (the profiler plugin,
-// hooks/nccl_profiler.cpp): for every (communicator, peer, direction), the bytes moved and the
+// nccl/nccl_profiler.cpp): for every (communicator, peer, direction), the bytes moved and the
 // time they spent on the wire. C4's slow-detection matrix (research/perftracker.md §10, §12.6)
 // is built from these cells: the wire time of a send is the time after the peer gave credit and
 // the GPU filled the buffer, so a fast link behind a slow one waits (in SendGPUWait) instead of
@@ -117,6 +117,6 @@ class NetLinks {
 namespace perftracker::preload {
 // Points NCCL_PROFILER_PLUGIN at this library unless the user chose another plugin (one
 // warning, no link data). Bootstrap calls it once an active rank is set up
-// (hooks/nccl_profiler.cpp).
+// (nccl/nccl_profiler.cpp).
 void ConfigureNcclProfilerPlugin();
 }  // namespace perftracker::preload

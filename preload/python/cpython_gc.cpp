@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "preload/cpython_internal.h"
-#include "preload/log.h"
+#include "preload/python/cpython_internal.h"
+#include "preload/core/log.h"
 
 namespace perftracker::preload::cpython {
 namespace {

@@ -16,10 +16,10 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "preload/config.h"
-#include "preload/cpython_internal.h"
-#include "preload/log.h"
-#include "preload/py_mode.h"
+#include "preload/core/config.h"
+#include "preload/python/cpython_internal.h"
+#include "preload/core/log.h"
+#include "preload/core/py_mode.h"
 
 namespace perftracker::preload::cpython {
 

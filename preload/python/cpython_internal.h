@@ -1,5 +1,5 @@
-// State shared by the CPython hook files (preload/hooks/cpython_*.cpp). Not for other hook
-// families: they use preload/python_context.h.
+// State shared by the CPython hook files (preload/python/cpython_*.cpp). Not for other hook
+// families: they use preload/core/python_context.h.
 //
 // Threading: everything here is written with the GIL held (install, first sight of a code
 // object, slot-cache misses) and read by the eval hook, which also holds the GIL. The writer
@@ -9,8 +9,8 @@
 
 #include <cstdint>
 
-#include "preload/cpython_api.h"
-#include "preload/recorder.h"
+#include "preload/python/cpython_api.h"
+#include "preload/core/recorder.h"
 #include "schemas/format/window.h"
 
 namespace perftracker::preload::cpython {

@@ -1,12 +1,12 @@
-// CPython C API resolution and per-version frame layouts (see preload/cpython_api.h).
+// CPython C API resolution and per-version frame layouts (see preload/python/cpython_api.h).
 #include <dlfcn.h>
 #include <link.h>
 
 #include <cstdio>
 #include <cstdlib>
 
-#include "preload/cpython_api.h"
-#include "preload/log.h"
+#include "preload/python/cpython_api.h"
+#include "preload/core/log.h"
 
 namespace perftracker::preload::cpython {
 

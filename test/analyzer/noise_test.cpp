@@ -193,7 +193,7 @@ TEST_CASE("a CUDA API call counts once in the API sum, not again at its call sit
 TEST_CASE("a GC pause is the collector's, not the Python function's that triggered it",
           "[analyzer][gc]") {
   // The recorder charges a pause to the collector and takes it out of the self time of the
-  // Python function running at the time (hooks/cpython_gc.cpp): make_garbage's inclusive time
+  // Python function running at the time (python/cpython_gc.cpp): make_garbage's inclusive time
   // holds rank 4's pauses, its self time does not.
   JobSpec spec = Job();
   spec.shape.fault = Fault::kGc;

@@ -1,4 +1,4 @@
-// The README's configuration table and preload/config.h's X-macro list the same variables.
+// The README's configuration table and preload/core/config.h's X-macro list the same variables.
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -6,7 +6,7 @@
 #include <set>
 #include <sstream>
 
-#include "preload/config.h"
+#include "preload/core/config.h"
 
 TEST_CASE("README documents exactly the PERFTRACKER_* variables the library reads", "[config]") {
   std::set<std::string> in_code;

@@ -1,7 +1,7 @@
-// The collective-period iteration detector (preload/iteration_period.h) on synthetic launch
+// The collective-period iteration detector (preload/core/iteration_period.h) on synthetic launch
 // sequences: warm-up prefixes, all-equal collectives, interleaved communicators, noise, and
 // ranks that see the same sequence with different timing.
-#include "preload/iteration_period.h"
+#include "preload/core/iteration_period.h"
 
 #include <catch2/catch.hpp>
 #include <map>

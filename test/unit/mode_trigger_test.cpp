@@ -1,6 +1,6 @@
-// The writer's light -> detailed trigger (preload/mode_trigger.h): the paper's slowdown rule with
+// The writer's light -> detailed trigger (preload/core/mode_trigger.h): the paper's slowdown rule with
 // a windowed low, the trigger file, and windows of whole PERFTRACKER_WINDOW_ITERS.
-#include "preload/mode_trigger.h"
+#include "preload/core/mode_trigger.h"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <string>
 
-#include "preload/py_mode.h"
+#include "preload/core/py_mode.h"
 
 using namespace perftracker::preload;
 

@@ -1,9 +1,9 @@
-// InReadOnlyImage (preload/cpython_api.h): the seeding of the Python shadow stack skips code
+// InReadOnlyImage (preload/python/cpython_api.h): the seeding of the Python shadow stack skips code
 // objects CPython cannot write co_extra into (3.13's const `_Py_InitCleanup`).
 #include <catch2/catch.hpp>
 #include <memory>
 
-#include "preload/cpython_api.h"
+#include "preload/python/cpython_api.h"
 
 namespace {
 const char kConstant[64] = "read-only";

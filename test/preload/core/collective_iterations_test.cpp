@@ -1,6 +1,6 @@
-// The writer's collective-period iterations (preload/collective_iterations.h): iteration events
+// The writer's collective-period iterations (preload/core/collective_iterations.h): iteration events
 // appear for a loop of collectives without step markers, and Python step markers win.
-#include "preload/collective_iterations.h"
+#include "preload/core/collective_iterations.h"
 
 #include <catch2/catch.hpp>
 

@@ -9,13 +9,13 @@
 #include <thread>
 #include <vector>
 
-#include "preload/aggregator.h"
-#include "preload/clock.h"
-#include "preload/config.h"
-#include "preload/identity.h"
-#include "preload/recorder_state.h"
-#include "preload/segment_order.h"
-#include "preload/writer.h"
+#include "preload/core/aggregator.h"
+#include "preload/core/clock.h"
+#include "preload/core/config.h"
+#include "preload/core/identity.h"
+#include "preload/core/recorder_state.h"
+#include "preload/core/segment_order.h"
+#include "preload/core/writer.h"
 #include "schemas/format/ring_file.h"
 
 using namespace perftracker;

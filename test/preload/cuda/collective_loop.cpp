@@ -1,5 +1,5 @@
 // A C++ "trainer" without Python: nothing marks its iterations, so perftracker must find them
-// from the period of its collective sequence (preload/iteration_period.h). Run by
+// from the period of its collective sequence (preload/core/iteration_period.h). Run by
 // period_test.cpp on simgpu, one process per rank (RANK, WORLD_SIZE).
 //   collective_loop ITERS IDFILE [equal]
 // Start-up broadcasts its parameters (the warm-up prefix), then each iteration runs a forward

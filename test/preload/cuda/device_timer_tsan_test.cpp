@@ -1,5 +1,5 @@
 // The concurrent part of the CUDA hooks -- the timing-event pool and its poller thread
-// (preload/device_timer.cpp) -- built on its own with -fsanitize=thread against a stand-in
+// (preload/cuda/device_timer.cpp) -- built on its own with -fsanitize=thread against a stand-in
 // runtime (bench_stub_cudart) and a counting stand-in recorder. Several threads start and end
 // timers while the poller completes them; every timer must be reported exactly once.
 #include <atomic>
@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "preload/device_timer.h"
+#include "preload/cuda/device_timer.h"
 
 namespace perftracker::preload {
 

@@ -1,13 +1,13 @@
 // The plugin's per-connection accounting: wire time is SendWait (sends) / RecvWait (receives)
 // only, bytes come from the steps, and foreign handles, full pools and many threads are safe.
-#include "preload/net_links.h"
+#include "preload/nccl/net_links.h"
 
 #include <catch2/catch.hpp>
 #include <mutex>
 #include <thread>
 #include <vector>
 
-#include "preload/nccl_profiler_abi.h"
+#include "preload/nccl/nccl_profiler_abi.h"
 
 using namespace perftracker::preload;
 namespace np = perftracker::preload::nccl_profiler;

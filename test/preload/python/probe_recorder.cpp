@@ -1,4 +1,4 @@
-// A test double of preload/recorder.h for the CPython hook tests: exact per-slot totals, no
+// A test double of preload/core/recorder.h for the CPython hook tests: exact per-slot totals, no
 // windows, no ring file. Linked with the real hook sources into libperftracker_cpython_probe.so,
 // preloaded like the real library. At exit (and on every Flush) it writes
 // $PERFTRACKER_DIR/probe-rank-$RANK.tsv:
@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "preload/python_context.h"
-#include "preload/recorder.h"
+#include "preload/core/python_context.h"
+#include "preload/core/recorder.h"
 
 namespace perftracker::preload {
 namespace {

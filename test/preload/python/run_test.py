@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs test/preload/cpython/workload.py under LD_PRELOAD with one interpreter and checks what
+"""Runs test/preload/python/workload.py under LD_PRELOAD with one interpreter and checks what
 the CPython hooks recorded.
 
   run_test.py --lib LIB --python PY [--probe | --perftracker CLI] [--case NAME]
