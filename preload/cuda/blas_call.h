@@ -10,8 +10,8 @@
 
 #include <cublas_api.h>
 
-#include "preload/cuda/cuda_hook.h"
 #include "preload/cuda/blas.h"
+#include "preload/cuda/cuda_hook.h"
 
 #define PERFTRACKER_BLAS_HOOK extern "C" [[gnu::visibility("default")]]
 

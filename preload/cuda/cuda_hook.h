@@ -10,11 +10,11 @@
 
 #include <cuda_runtime_api.h>
 
-#include "preload/cuda/cuda_sites.h"
-#include "preload/cuda/device_timer.h"
 #include "preload/core/python_context.h"
 #include "preload/core/recorder.h"
 #include "preload/core/symbols.h"
+#include "preload/cuda/cuda_sites.h"
+#include "preload/cuda/device_timer.h"
 
 // Exported hooks: the version script decides what leaves the library; this lifts
 // -fvisibility=hidden for them.

@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "preload/driver/driver_tier.h"
 #include "preload/core/log.h"
+#include "preload/driver/driver_tier.h"
 
 // Read by the assembly entry (plain loads; written once before the tier starts, atomically).
 extern "C" {

@@ -12,10 +12,10 @@
 #include <cstring>
 
 #include "preload/core/config.h"
-#include "preload/driver/driver_internal.h"
 #include "preload/core/log.h"
 #include "preload/core/recorder.h"
 #include "preload/core/symbols.h"
+#include "preload/driver/driver_internal.h"
 
 namespace perftracker::preload::driver {
 namespace {

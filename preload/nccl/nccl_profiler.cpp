@@ -17,9 +17,9 @@
 #include <cstring>
 
 #include "preload/core/log.h"
+#include "preload/core/recorder.h"
 #include "preload/nccl/nccl_profiler_abi.h"
 #include "preload/nccl/net_links.h"
-#include "preload/core/recorder.h"
 
 namespace perftracker::preload {
 namespace {

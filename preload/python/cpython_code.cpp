@@ -11,8 +11,8 @@
 #include <new>
 #include <string_view>
 
-#include "preload/python/cpython_internal.h"
 #include "preload/core/log.h"
+#include "preload/python/cpython_internal.h"
 
 namespace perftracker::preload::cpython {
 

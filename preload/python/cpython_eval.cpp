@@ -28,9 +28,9 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "preload/python/cpython_internal.h"
 #include "preload/core/py_mode.h"
 #include "preload/core/python_context.h"
+#include "preload/python/cpython_internal.h"
 
 namespace perftracker::preload {
 namespace cpython {

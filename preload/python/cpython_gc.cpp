@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "preload/python/cpython_internal.h"
 #include "preload/core/log.h"
+#include "preload/python/cpython_internal.h"
 
 namespace perftracker::preload::cpython {
 namespace {

@@ -9,8 +9,8 @@
 
 #include <cstdint>
 
-#include "preload/python/cpython_api.h"
 #include "preload/core/recorder.h"
+#include "preload/python/cpython_api.h"
 #include "schemas/format/window.h"
 
 namespace perftracker::preload::cpython {

@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "preload/python/cpython_api.h"
 #include "preload/core/log.h"
+#include "preload/python/cpython_api.h"
 
 namespace perftracker::preload::cpython {
 

@@ -5,8 +5,8 @@
 // thread, including threads started later. Each event costs a vectorcall into C (~30 ns).
 #include <cstdio>
 
-#include "preload/python/cpython_internal.h"
 #include "preload/core/log.h"
+#include "preload/python/cpython_internal.h"
 
 namespace perftracker::preload::cpython {
 namespace {

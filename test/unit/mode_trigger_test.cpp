@@ -1,5 +1,5 @@
-// The writer's light -> detailed trigger (preload/core/mode_trigger.h): the paper's slowdown rule with
-// a windowed low, the trigger file, and windows of whole PERFTRACKER_WINDOW_ITERS.
+// The writer's light -> detailed trigger (preload/core/mode_trigger.h): the paper's slowdown rule
+// with a windowed low, the trigger file, and windows of whole PERFTRACKER_WINDOW_ITERS.
 #include "preload/core/mode_trigger.h"
 
 #include <unistd.h>

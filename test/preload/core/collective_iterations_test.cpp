@@ -1,5 +1,5 @@
-// The writer's collective-period iterations (preload/core/collective_iterations.h): iteration events
-// appear for a loop of collectives without step markers, and Python step markers win.
+// The writer's collective-period iterations (preload/core/collective_iterations.h): iteration
+// events appear for a loop of collectives without step markers, and Python step markers win.
 #include "preload/core/collective_iterations.h"
 
 #include <catch2/catch.hpp>
