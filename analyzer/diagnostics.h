@@ -24,6 +24,8 @@ namespace perftracker::analyzer {
   X(kDuplicateRecord, "duplicate_record", "record sequence number repeated")               \
   X(kDuplicateRank, "duplicate_rank", "two files claim the same rank; newest start kept")  \
   X(kRestartedRank, "restarted_rank", "rank restarted: earlier run's file ignored")        \
+  X(kHelperFile, "helper_file",                                                            \
+    "file of a process a rank started (DataLoader worker, subprocess): attached to it")    \
   X(kOtherJob, "other_job", "file of another job id ignored")                              \
   X(kRankMissing, "rank_missing", "rank of the world size without a file")                 \
   X(kNoWindows, "no_windows", "ring file holds no window")                                 \

@@ -162,6 +162,11 @@ void PickPerRank(std::vector<RankData> all, Dataset* ds) {
   for (RankData& r : all) {
     if (r.identity.job_id != ds->job_id) {
       ds->diagnostics.Add(Diagnostic::kOtherJob, 1, r.path + " (job " + r.identity.job_id + ")");
+    } else if (r.identity.helper_of != 0) {
+      ds->diagnostics.Add(Diagnostic::kHelperFile, 1,
+                          r.path + " (helper of rank " + std::to_string(r.rank()) + ", pid " +
+                              std::to_string(r.identity.helper_of) + ")");
+      ds->helpers.push_back(std::move(r));
     } else if (r.rank() < 0) {
       ds->diagnostics.Add(Diagnostic::kCorruptHeader, 1, r.path + " (negative rank)");
     } else if (!ds->ranks.empty() && ds->ranks.back().rank() == r.rank()) {

@@ -102,15 +102,17 @@ json ToJson(const format::LiveState& s) {
 }
 
 json ToJson(const format::Identity& id) {
-  return {{"job_id", id.job_id},
-          {"hostname", id.hostname},
-          {"rank", id.rank},
-          {"local_rank", id.local_rank},
-          {"world_size", id.world_size},
-          {"pid", id.pid},
-          {"start_real_ns", id.start_real_ns},
-          {"start_mono_ns", id.start_mono_ns},
-          {"library_version", id.library_version}};
+  json out = {{"job_id", id.job_id},
+              {"hostname", id.hostname},
+              {"rank", id.rank},
+              {"local_rank", id.local_rank},
+              {"world_size", id.world_size},
+              {"pid", id.pid},
+              {"start_real_ns", id.start_real_ns},
+              {"start_mono_ns", id.start_mono_ns},
+              {"library_version", id.library_version}};
+  if (id.helper_of != 0) out["helper_of"] = id.helper_of;  // a helper process of rank `rank`
+  return out;
 }
 
 }  // namespace perftracker::analyzer

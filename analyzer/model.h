@@ -134,6 +134,10 @@ struct Dataset {
   int expected = 0;  // world size
   std::vector<int> missing;
   std::vector<RankData> ranks;  // sorted by rank, one per rank
+  // Processes the ranks started (spawned DataLoader and compile workers, subprocesses), each
+  // with its own small file: identity.rank is the rank it belongs to, identity.helper_of that
+  // rank's pid. Sorted by rank; not part of any peer comparison.
+  std::vector<RankData> helpers;
   Catalog catalog;
   Diagnostics diagnostics;
   std::vector<uint64_t> slot_keys;  // aligned slots, union over ranks (align.cpp)

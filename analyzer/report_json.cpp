@@ -20,8 +20,13 @@ Json InputsJson(const Dataset& ds) {
     const auto d = static_cast<Diagnostic>(i);
     diags[std::string(DiagnosticName(d))] = ds.diagnostics.Count(d);
   }
+  Json helpers = Json::array();
+  for (const RankData& h : ds.helpers) {
+    helpers.push_back({{"rank", h.rank()}, {"pid", h.identity.pid}, {"path", h.path}});
+  }
   return {{"files", ds.files},
           {"job_id", ds.job_id},
+          {"helpers", helpers},
           {"diagnostics", diags},
           {"messages", ds.diagnostics.messages()}};
 }

@@ -4,9 +4,10 @@
 #include "preload/core/config.h"
 #include "preload/core/identity.h"
 #include "preload/core/log.h"
-#include "preload/nccl/net_links.h"
+#include "preload/core/output_dir.h"
 #include "preload/core/recorder_state.h"
 #include "preload/core/writer.h"
+#include "preload/nccl/net_links.h"
 #include "schemas/format/version.h"
 
 namespace perftracker::preload {
@@ -18,8 +19,18 @@ namespace {
   if (config.verbose) PrintConfig(config);
   if (!config.enable || !IsTrainingRank()) return;
   const format::Identity identity = DetectIdentity(config);
+  if (identity.helper_of == 0) {
+    MarkRankProcess();
+  } else if (!config.helpers) {
+    return;
+  }
+  OutputDir dir = OpenOutputDir(config, identity);
+  if (dir.fd < 0) {
+    Warn("%s; not recording (PERFTRACKER_DIR chooses another directory)", dir.error.c_str());
+    return;
+  }
   InitRecorder(static_cast<uint32_t>(config.max_functions), config.thread_events);
-  if (!StartWriter(config, identity, RingPath(config, identity))) return;
+  if (!StartWriter(config, identity, std::move(dir))) return;
   SetActive(true);
   ConfigureNcclProfilerPlugin();
 }

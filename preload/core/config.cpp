@@ -51,6 +51,7 @@ Config LoadConfig() {
   PERFTRACKER_CONFIG(PERFTRACKER_CONFIG_LOAD)
 #undef PERFTRACKER_CONFIG_LOAD
   if (c.ring_mb < 1) c.ring_mb = 1;
+  if (c.helper_ring_mb < 1) c.helper_ring_mb = 1;
   if (c.window_iters < 1) c.window_iters = 1;
   if (c.drain_ms < 1) c.drain_ms = 1;
   return c;

@@ -9,10 +9,18 @@ namespace perftracker::preload {
 
 #define PERFTRACKER_CONFIG(X)                                                                    \
   X(ENABLE, Bool, enable, true, "`0` turns every hook into a pure pass-through")                \
-  X(DIR, String, dir, nullptr, "output root; default `${TMPDIR:-/tmp}/perftracker`")            \
+  X(DIR, String, dir, nullptr,                                                                 \
+    "output root; default `${TMPDIR:-/tmp}/perftracker-$UID` (directories 0750, files 0640)")  \
   X(JOB_ID, String, job_id, nullptr,                                                           \
     "job id; default `TORCHELASTIC_RUN_ID`, then `SLURM_JOB_ID`, else generated")               \
   X(RING_MB, Uint, ring_mb, 64, "size of each rank's ring file in MiB (at least 1)")            \
+  X(HELPERS, Bool, helpers, true,                                                              \
+    "processes a rank starts (spawned DataLoader workers, compile workers, subprocesses) "      \
+    "record into small files of their own beside the rank's; `0` keeps them passive")          \
+  X(HELPER_RING_MB, Uint, helper_ring_mb, 4, "size of each helper process's ring file in MiB") \
+  X(EXIT_WAIT_MS, Uint, exit_wait_ms, 2000,                                                     \
+    "how long exit waits for the last window to be written (and for the device-timer thread) " \
+    "before leaving without it")                                                               \
   X(WINDOW_ITERS, Uint, window_iters, 10,                                                       \
     "iterations per window; windows end on multiples of it, alike on every rank")               \
   X(WINDOW_S, Uint, window_s, 20, "window length in seconds while no iteration is recognized")   \
@@ -53,7 +61,9 @@ namespace perftracker::preload {
     "comma-separated `[kind=]glob`s: without a kind, record only matching Python functions; "  \
     "with one (`dataloader`, `sync`, `collective`, `gc`, `python`), recognize them as it")     \
   X(PY_FORCE_VERSION, String, py_force_version, nullptr,                                       \
-    "testing: treat the interpreter as this `3.N` version (an unknown one: pass-through)")
+    "testing: treat the interpreter as this `3.N` version (an unknown one: pass-through)")     \
+  X(TEST_WRITE_DELAY_MS, Uint, test_write_delay_ms, 0,                                          \
+    "testing: the writer sleeps this long before each ring-file write (a slow disk)")
 
 struct Config {
 #define PERFTRACKER_CONFIG_FIELD(NAME, TYPE, field, def, doc) TYPE##Value field = def;

@@ -37,15 +37,9 @@ std::string GeneratedJobId() {
   return buf;
 }
 
-// Path components come from the environment: keep them to one safe directory name.
-std::string Sanitize(std::string s) {
-  for (char& c : s) {
-    if (c == '/' || c == '\0' || (c == '.' && s.size() <= 2)) c = '_';
-  }
-  return s.empty() ? "unknown" : s;
-}
-
 }  // namespace
+
+void MarkRankProcess() { setenv(kRankPidVariable, std::to_string(getpid()).c_str(), 1); }
 
 bool IsTrainingRank() {
   return std::getenv("RANK") != nullptr || std::getenv("LOCAL_RANK") != nullptr;
@@ -60,6 +54,10 @@ format::Identity DetectIdentity(const Config& config) {
   id.start_real_ns = ClockNs(CLOCK_REALTIME);
   id.start_mono_ns = ClockNs(CLOCK_MONOTONIC);
   id.library_version = format::kLibraryVersion;
+  // A rank marks its environment with its pid; a process that inherited it is that rank's helper.
+  if (const int rank_pid = EnvInt(kRankPidVariable, 0); rank_pid > 0 && rank_pid != id.pid) {
+    id.helper_of = rank_pid;
+  }
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown-host");
   id.hostname = host;
@@ -73,18 +71,6 @@ format::Identity DetectIdentity(const Config& config) {
     id.job_id = GeneratedJobId();
   }
   return id;
-}
-
-std::string RingPath(const Config& config, const format::Identity& id) {
-  std::string root;
-  if (config.dir != nullptr && *config.dir) {
-    root = config.dir;
-  } else {
-    const char* tmp = std::getenv("TMPDIR");
-    root = std::string(tmp && *tmp ? tmp : "/tmp") + "/perftracker";
-  }
-  return root + "/" + Sanitize(id.job_id) + "/" + Sanitize(id.hostname) + "/rank-" +
-         std::to_string(id.rank) + ".ptr";
 }
 
 }  // namespace perftracker::preload

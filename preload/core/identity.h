@@ -8,13 +8,23 @@
 
 namespace perftracker::preload {
 
-// True when the environment names this process a training rank (RANK or LOCAL_RANK set).
+// True when the environment names this process a training rank (RANK or LOCAL_RANK set) -- or a
+// helper of one: every process a rank starts inherits its environment.
 bool IsTrainingRank();
 
-// Rank, local rank, world size, job id, host, pid and start times from the environment.
-format::Identity DetectIdentity(const Config& config);
+// Set by a rank in its own environment, which every process it starts inherits (subprocess,
+// multiprocessing's spawn and forkserver, exec'd tools): its pid. A launcher that starts a new
+// rank (torchrun's agent, a Slurm requeue) is not a rank and never sets it, so a restarted rank
+// is still a rank.
+inline constexpr const char* kRankPidVariable = "PERFTRACKER_RANK_PID";
 
-// $PERFTRACKER_DIR (default ${TMPDIR:-/tmp}/perftracker)/<job-id>/<hostname>/rank-<rank>.ptr
-std::string RingPath(const Config& config, const format::Identity& identity);
+// Marks this process as the rank in the environment its children inherit. Call from the
+// constructor, before any thread of ours or the application's exists (setenv is not
+// thread-safe).
+void MarkRankProcess();
+
+// Rank, local rank, world size, job id, host, pid and start times from the environment; for a
+// helper process, the rank it belongs to (helper_of).
+format::Identity DetectIdentity(const Config& config);
 
 }  // namespace perftracker::preload

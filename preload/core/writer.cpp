@@ -1,5 +1,7 @@
-// Who runs here: one background thread ("perftracker"), plus whichever thread calls Flush (exit
-// paths). All aggregation state sits behind one mutex that no hook ever takes.
+// Who runs here: one background thread ("perftracker") owns every piece of WriterState; no other
+// thread touches it, so nothing here is locked, and nothing a training thread waits on (a hook,
+// fork, exit) is ever held across encoding, compression or I/O. The exit paths (atexit, the
+// Python exit flush, SIGTERM) ask the thread for a final flush and wait a bounded time for it.
 #include "preload/core/writer.h"
 
 #include <fcntl.h>
@@ -11,8 +13,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
-#include <mutex>
 #include <vector>
 
 #include "preload/core/aggregator.h"
@@ -20,6 +22,7 @@
 #include "preload/core/collective_iterations.h"
 #include "preload/core/log.h"
 #include "preload/core/mode_trigger.h"
+#include "preload/core/output_dir.h"
 #include "preload/core/recorder_state.h"
 #include "preload/core/segment_order.h"
 
@@ -32,8 +35,14 @@ struct RingCounters {
 };
 
 struct WriterState {
-  std::mutex mu;
+  // The ring file, created at start for a rank; for a helper process at its first window, so a
+  // short-lived tool the rank runs (git, a compiler) leaves no file behind.
   std::unique_ptr<format::RingWriter> ring;
+  OutputDir dir;
+  format::Identity identity;
+  format::RingOptions options;
+  bool ring_failed = false;
+  uint64_t write_delay_ns = 0;  // PERFTRACKER_TEST_WRITE_DELAY_MS: a slow disk, for tests
   std::unique_ptr<Aggregator> aggregator;
   CollectiveIterations collective_iterations;  // iterations when Python marks none
   std::unique_ptr<ModeTrigger> mode_trigger;   // light / detailed Python recording
@@ -50,14 +59,40 @@ struct WriterState {
   bool warned_write = false;
   // Set by the final flushes and kept: later refreshes must not say "running" again.
   format::ExitState exit_state = format::ExitState::kRunning;
-  int wake_fd = -1;             // eventfd: wakes the thread early (SIGTERM)
+  uint64_t flushes_done = 0;    // requests handled (writer thread)
+  int wake_fd = -1;             // eventfd: wakes the thread early (a flush request)
   int done_pipe[2] = {-1, -1};  // the thread writes a byte here after a requested flush
   pid_t pid = 0;                // a forked child inherits this state but must never write
 };
 
 WriterState* g_writer = nullptr;
-volatile sig_atomic_t g_flush_requested = 0;
+// Flush requests, from any thread or a signal handler (lock-free atomics only): the count asked
+// for and the count done, and the exit state the last request asked to record.
+std::atomic<uint64_t> g_flush_requests{0};
+std::atomic<uint64_t> g_flushes_done{0};
+std::atomic<int> g_flush_state{0};
+static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<int>::is_always_lock_free);
 struct sigaction g_previous_sigterm;
+
+void SlowDisk(const WriterState& w) {
+  if (w.write_delay_ns == 0) return;
+  const timespec ts{static_cast<time_t>(w.write_delay_ns / 1'000'000'000),
+                    static_cast<long>(w.write_delay_ns % 1'000'000'000)};
+  nanosleep(&ts, nullptr);
+}
+
+bool EnsureRing(WriterState& w) {
+  if (w.ring) return true;
+  if (w.ring_failed) return false;
+  std::string error;
+  w.ring = format::RingWriter::CreateAt(w.dir.fd, w.dir.path, RingFileName(w.identity), w.identity,
+                                        w.options, &error);
+  if (!w.ring) {
+    w.ring_failed = true;
+    Warn("%s; this helper process records nothing", error.c_str());
+  }
+  return w.ring != nullptr;
+}
 
 void CollectHealth(WriterState& w, ThreadRing* ring) {
   auto it = std::find_if(w.counters.begin(), w.counters.end(),
@@ -77,7 +112,8 @@ void Append(WriterState& w, format::Window& window) {
   g_slice_epoch.fetch_add(1, std::memory_order_relaxed);  // iterations may not come from Python
   window.detailed = w.mode_trigger->Detailed(window.iter_begin);
   const auto bytes = w.encoder.Encode(window);
-  if (w.ring->Append(bytes, w.encoder.static_tail_size())) {
+  SlowDisk(w);
+  if (EnsureRing(w) && w.ring->Append(bytes, w.encoder.static_tail_size())) {
     ++w.windows_written;
     return;
   }
@@ -91,6 +127,7 @@ void Append(WriterState& w, format::Window& window) {
 }
 
 void WriteLive(WriterState& w, uint64_t now) {
+  if (!w.ring) return;  // a helper before its first window
   format::LiveState live = w.aggregator->Live(now);
   live.windows_written = w.windows_written;
   live.exit_state = w.exit_state;
@@ -98,11 +135,12 @@ void WriteLive(WriterState& w, uint64_t now) {
   clock_gettime(CLOCK_REALTIME, &ts);
   live.update_real_ns = uint64_t(ts.tv_sec) * 1'000'000'000ull + uint64_t(ts.tv_nsec);
   if (PythonStackProvider provider = GetPythonStackProvider()) provider(&live.python_stack);
+  SlowDisk(w);
   w.ring->WriteLive(format::EncodeLiveState(live, w.live_builder));
   w.last_live_ns = now;
 }
 
-// One round: drain every ring, order, aggregate, write what is finished. Holds w.mu.
+// One round: drain every ring, order, aggregate, write what is finished.
 void Round(WriterState& w) {
   Tables& tables = GetTables();
   CalibrateTsc(200'000'000);
@@ -132,7 +170,7 @@ void Round(WriterState& w) {
   }
 }
 
-void FlushLocked(WriterState& w) {
+void FlushAll(WriterState& w) {
   Round(w);
   const uint64_t now = NowNs();
   format::Window partial = w.aggregator->TakePartial(now, GetTables());
@@ -152,11 +190,12 @@ void* WriterMain(void*) {
       uint64_t ignored;
       (void)!read(w.wake_fd, &ignored, sizeof ignored);
     }
-    std::lock_guard lock(w.mu);
-    if (g_flush_requested) {
-      w.exit_state = format::ExitState::kSigterm;
-      FlushLocked(w);
-      g_flush_requested = 0;
+    const uint64_t requested = g_flush_requests.load(std::memory_order_acquire);
+    if (requested != w.flushes_done) {
+      w.exit_state = static_cast<format::ExitState>(g_flush_state.load());
+      FlushAll(w);
+      w.flushes_done = requested;
+      g_flushes_done.store(requested, std::memory_order_release);
       (void)!write(w.done_pipe[1], "x", 1);
     } else {
       Round(w);
@@ -165,14 +204,29 @@ void* WriterMain(void*) {
   return nullptr;
 }
 
-// Only async-signal-safe calls: wake the writer, wait a bounded time, then let the previous
-// disposition (default: terminate) take over.
-void OnSigterm(int sig) {
-  g_flush_requested = 1;
+// Asks the writer thread for a final flush recording `state` and waits for it at most
+// `wait_ms`. Async-signal-safe (lock-free atomics, write, poll, read): the SIGTERM handler uses
+// it. Several waiters may share the pipe's bytes, so each rechecks the count every 10 ms.
+bool RequestFlush(format::ExitState state, uint64_t wait_ms) {
+  g_flush_state.store(static_cast<int>(state));
+  const uint64_t target = g_flush_requests.fetch_add(1, std::memory_order_acq_rel) + 1;
   const uint64_t one = 1;
   (void)!write(g_writer->wake_fd, &one, sizeof one);
-  pollfd p{g_writer->done_pipe[0], POLLIN, 0};
-  poll(&p, 1, 3000);
+  for (uint64_t waited = 0; g_flushes_done.load(std::memory_order_acquire) < target; waited += 10) {
+    if (waited >= wait_ms) return false;
+    pollfd p{g_writer->done_pipe[0], POLLIN, 0};
+    if (poll(&p, 1, 10) > 0) {
+      char byte;
+      (void)!read(g_writer->done_pipe[0], &byte, 1);
+    }
+  }
+  return true;
+}
+
+// Wake the writer, wait a bounded time, then let the previous disposition (default: terminate)
+// take over. A forked child has no writer thread: it goes straight on.
+void OnSigterm(int sig) {
+  if (getpid() == g_writer->pid) RequestFlush(format::ExitState::kSigterm, 3000);
   sigaction(sig, &g_previous_sigterm, nullptr);
   raise(sig);
 }
@@ -184,43 +238,50 @@ void InstallExitPaths() {
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
   sigaction(SIGTERM, &sa, &g_previous_sigterm);
-  // A lock held by another thread at fork() stays locked forever in the child: take ours first.
-  pthread_atfork(
-      [] {
-        GetTables().mu.lock();
-        g_writer->mu.lock();
-      },
-      [] {
-        g_writer->mu.unlock();
-        GetTables().mu.unlock();
-      },
-      [] {
-        g_writer->mu.unlock();
-        GetTables().mu.unlock();
-        SetActive(false);  // no writer thread here, and the parent owns the ring file
-      });
+  // A lock held by another thread at fork() stays locked forever in the child: take the one
+  // hooks can take first. Its holders intern a name and let go (no I/O under it), so fork never
+  // waits on the writer. The child is passive: no writer thread there, and the recorder's
+  // per-thread state belongs to the parent's threads.
+  pthread_atfork([] { GetTables().mu.lock(); }, [] { GetTables().mu.unlock(); },
+                 [] {
+                   GetTables().mu.unlock();
+                   SetActive(false);
+                 });
 }
 
 }  // namespace
 
-bool StartWriter(const Config& config, const format::Identity& identity, const std::string& path) {
+bool StartWriter(const Config& config, format::Identity identity, OutputDir dir) {
   format::RingOptions options;
   options.file_size = config.ring_mb << 20;
-  std::string error;
-  auto ring = format::RingWriter::Create(path, identity, options, &error);
-  if (!ring) {
-    Warn("%s; not recording (PERFTRACKER_ENABLE=0 silences this)", error.c_str());
-    return false;
+  std::unique_ptr<format::RingWriter> ring;
+  if (identity.helper_of == 0) {
+    std::string error;
+    int32_t holder = 0;
+    ring = format::RingWriter::CreateAt(dir.fd, dir.path, RingFileName(identity), identity, options,
+                                        &error, &holder);
+    if (!ring && (holder == 0 || !config.helpers)) {
+      Warn("%s; not recording (PERFTRACKER_ENABLE=0 silences this)", error.c_str());
+      return false;
+    }
+    if (!ring) {  // RANK without our marker, beside a live rank: a helper whose parent scrubbed it
+      Warn("%s; recording this process as its helper", error.c_str());
+      identity.helper_of = holder;
+    }
   }
+  if (identity.helper_of != 0) options.file_size = config.helper_ring_mb << 20;
   auto* w = new WriterState();  // never destroyed: exit paths and hooks may use it to the end
   w->ring = std::move(ring);
+  w->identity = identity;
+  w->options = options;
+  w->write_delay_ns = config.test_write_delay_ms * 1'000'000ull;
   w->aggregator = std::make_unique<Aggregator>(
       config.window_iters, config.window_s * 1'000'000'000ull, identity.start_mono_ns);
   w->drain_ns = config.drain_ms * 1'000'000ull;
-  // $PERFTRACKER_DIR/<job>/trigger: two levels above the ring file (<job>/<host>/rank-N.ptr).
-  const std::string host_dir = path.substr(0, path.rfind('/'));
+  // $PERFTRACKER_DIR/<job>/trigger: the host directory's parent.
   w->mode_trigger =
-      std::make_unique<ModeTrigger>(config, host_dir.substr(0, host_dir.rfind('/')) + "/trigger");
+      std::make_unique<ModeTrigger>(config, dir.path.substr(0, dir.path.rfind('/')) + "/trigger");
+  w->dir = std::move(dir);
   w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (w->wake_fd < 0 || pipe2(w->done_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
     Warn("cannot create the writer's wake-up channel; not recording");
@@ -249,9 +310,16 @@ void Flush() {
   if (g_writer == nullptr || getpid() != g_writer->pid) return;
   FlushCallbacks& callbacks = GetFlushCallbacks();
   for (int i = 0; i < callbacks.count.load(); ++i) callbacks.callbacks[i]();
-  std::lock_guard lock(g_writer->mu);
-  g_writer->exit_state = format::ExitState::kNormalExit;  // only the exit paths call Flush
-  FlushLocked(*g_writer);
+  const uint64_t wait_ms = ProcessConfig().exit_wait_ms;
+  if (!RequestFlush(format::ExitState::kNormalExit, wait_ms)) {
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true)) {
+      Warn(
+          "the last window was not written within %llu ms (a stalled disk?); exiting without "
+          "it, the earlier windows are in the file",
+          static_cast<unsigned long long>(wait_ms));
+    }
+  }
 }
 
 }  // namespace perftracker::preload

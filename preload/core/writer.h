@@ -5,15 +5,18 @@
 #include <string>
 
 #include "preload/core/config.h"
+#include "preload/core/output_dir.h"
 #include "schemas/format/ring_file.h"
 
 namespace perftracker::preload {
 
-// Creates the ring file and starts the writer thread; false (after one warning) when either
-// fails, and the library stays passive. Installs the exit paths: C atexit, a SIGTERM handler
-// that chains the previous one, and fork handlers (a forked child is passive). The final
-// flushes mark the live slot's exit state: NormalExit from Flush (atexit), Sigterm from the
-// handler.
-bool StartWriter(const Config& config, const format::Identity& identity, const std::string& path);
+// Creates the ring file in `dir` and starts the writer thread; false (after one warning) when
+// either fails, and the library stays passive. A rank whose file a live process still writes
+// records as that process's helper instead; a helper's file is created at its first window.
+// Installs the exit paths: C atexit, a SIGTERM handler that chains the previous one, and fork
+// handlers (a forked child is passive). The final flushes mark the live slot's exit state:
+// NormalExit from Flush (atexit), Sigterm from the handler; both wait at most
+// PERFTRACKER_EXIT_WAIT_MS (SIGTERM 3 s) for the writer thread.
+bool StartWriter(const Config& config, format::Identity identity, OutputDir dir);
 
 }  // namespace perftracker::preload

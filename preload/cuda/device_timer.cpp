@@ -3,10 +3,13 @@
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
 
+#include "preload/core/config.h"
+#include "preload/core/log.h"
 #include "preload/core/symbols.h"
 
 namespace perftracker::preload {
@@ -48,6 +51,7 @@ std::atomic<bool> g_poller_started{false};
 std::atomic<bool> g_stop{false};
 std::atomic<bool> g_cuda_gone{false};  // set at exit once the poller stopped: no more CUDA calls
 pthread_t g_poller;
+pid_t g_poller_pid = 0;  // the process whose thread g_poller is
 
 // An error left by our own call must not reach the application's cudaGetLastError.
 void ClearOurError() { g_get_error.Get<decltype(&cudaGetLastError)>()(); }
@@ -175,10 +179,26 @@ void* PollerMain(void*) {
 }
 
 // Runs before the runtime's own exit handlers (registered before ours): CUDA is still alive
-// while the poller drains and exits.
+// while the poller drains and exits. A forked child inherits the handler but not the thread;
+// a poller stuck in a CUDA call (a hung GPU) must not keep the process from exiting.
 void StopPoller() {
+  if (getpid() != g_poller_pid) return;
   g_stop.store(true, std::memory_order_release);
-  pthread_join(g_poller, nullptr);
+  timespec deadline{};
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  const uint64_t wait_ms = ProcessConfig().exit_wait_ms;
+  deadline.tv_sec += static_cast<time_t>(wait_ms / 1000);
+  deadline.tv_nsec += static_cast<long>(wait_ms % 1000) * 1'000'000;
+  if (deadline.tv_nsec >= 1'000'000'000) {
+    deadline.tv_sec += 1;
+    deadline.tv_nsec -= 1'000'000'000;
+  }
+  if (pthread_timedjoin_np(g_poller, nullptr, &deadline) != 0) {
+    Warn(
+        "the device-timer thread did not stop within %llu ms (a CUDA call that does not "
+        "return?); exiting without it",
+        static_cast<unsigned long long>(wait_ms));
+  }
   g_cuda_gone.store(true, std::memory_order_release);
 }
 
@@ -193,6 +213,7 @@ void StopPoller() {
   const bool ok = pthread_create(&g_poller, nullptr, &PollerMain, nullptr) == 0;
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (ok) {
+    g_poller_pid = getpid();
     pthread_setname_np(g_poller, "perftracker-gpu");
     std::atexit(&StopPoller);
   }

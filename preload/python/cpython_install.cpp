@@ -17,9 +17,9 @@
 #include <cstring>
 
 #include "preload/core/config.h"
-#include "preload/python/cpython_internal.h"
 #include "preload/core/log.h"
 #include "preload/core/py_mode.h"
+#include "preload/python/cpython_internal.h"
 
 namespace perftracker::preload::cpython {
 
@@ -32,10 +32,6 @@ enum : int { kPassive = 0, kArmed = 1, kDone = 2 };
 std::atomic<int> g_state{kPassive};
 pthread_t g_main_thread;
 Config g_config;
-
-bool IsTrainingRank() {
-  return std::getenv("RANK") != nullptr || std::getenv("LOCAL_RANK") != nullptr;
-}
 
 int AdoptMainThread(void*) {
   AdoptAsMainThread();
@@ -233,7 +229,9 @@ void* Watch(void*) {
 [[gnu::constructor]] void Arm() {
   g_real_dlopen = reinterpret_cast<DlopenFn>(dlsym(RTLD_NEXT, "dlopen"));
   g_config = ProcessConfig();
-  if (!g_config.enable || !g_config.python || !IsTrainingRank()) return;
+  // Active() after bootstrap's constructor (priority 101, before ours): a rank or a helper of
+  // one that is recording.
+  if (!g_config.enable || !g_config.python || !Active()) return;
   if (!ResolveBootstrapApi()) return;  // not a Python interpreter
   if (g_config.py_depth < 1) g_config.py_depth = 1;
   g_main_thread = pthread_self();

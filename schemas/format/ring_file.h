@@ -33,6 +33,9 @@ struct Identity {
   uint64_t start_real_ns = 0;
   uint64_t start_mono_ns = 0;
   std::string library_version;
+  // A helper process of rank `rank` (FileHeader's kFileFlagHelper): the rank's pid; 0 for the
+  // rank itself.
+  int32_t helper_of = 0;
 };
 
 struct RingOptions {
@@ -43,9 +46,19 @@ struct RingOptions {
 
 class RingWriter {
  public:
-  // Creates the file (and its directories); an existing file is renamed to "<stem>.prev.ptr"
-  // first so a restarted rank never destroys the previous run's records. The file's blocks are
-  // allocated up front: a full disk fails here, never later. nullptr and *error on failure.
+  // Creates `name` in the open directory `dir_fd` (whose path `dir` is for messages), never
+  // following a link: the file is created with O_EXCL | O_NOFOLLOW, mode 0640 (less if the umask
+  // says so), and holds an exclusive flock for the writer's lifetime. A file already there is
+  // renamed to "<stem>.prev.ptr" first so a restarted rank never destroys the previous run's
+  // records -- unless a live process still holds its lock: then nothing is touched and Create fails
+  // with *holder set to that process's pid (from its header; -1 if unreadable). A symbolic link or
+  // anything but a regular file there fails too, untouched. The file's blocks are allocated up
+  // front: a full disk fails here, never later. nullptr and *error on failure.
+  static std::unique_ptr<RingWriter> CreateAt(int dir_fd, const std::string& dir,
+                                              const std::string& name, const Identity& identity,
+                                              const RingOptions& options, std::string* error,
+                                              int32_t* holder = nullptr);
+  // The same at a path, creating its directories (0750) first: for tools and tests.
   static std::unique_ptr<RingWriter> Create(const std::string& path, const Identity& identity,
                                             const RingOptions& options, std::string* error);
   ~RingWriter();

@@ -21,6 +21,11 @@ inline constexpr uint16_t kCodecZstd = 1;
 inline constexpr uint32_t kRecordAlign = 8;
 inline constexpr uint32_t kMaxRawRecordSize = 64u << 20;
 
+// FileHeader::flags. A helper is a process that inherited a rank's environment (a spawned
+// DataLoader worker, a compile worker, any program the rank runs): it records into a small file
+// of its own beside the rank's, and the analyzer attaches it to its rank.
+inline constexpr uint32_t kFileFlagHelper = 1u << 0;
+
 struct FileHeader {
   char magic[8];
   uint32_t format_version;
@@ -40,7 +45,7 @@ struct FileHeader {
   char job_id[64];
   char hostname[64];
   char library_version[32];
-  uint8_t reserved[4];
+  int32_t rank_pid;     // kFileFlagHelper: the pid of the rank this helper process belongs to
   uint32_t header_crc;  // CRC32C of every byte before it
 };
 static_assert(sizeof(FileHeader) == 256);

@@ -137,7 +137,8 @@ ReadStatus RingReader::Open(std::span<const uint8_t> file, std::string* error) {
                         h.pid,
                         h.start_real_ns,
                         h.start_mono_ns,
-                        Field(h.library_version, sizeof h.library_version)};
+                        Field(h.library_version, sizeof h.library_version),
+                        (h.flags & kFileFlagHelper) != 0 ? h.rank_pid : 0};
   c.format_version = h.format_version;
   c.file_size = h.file_size;
   c.data_capacity = h.data_capacity;

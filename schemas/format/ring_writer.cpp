@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -24,7 +25,7 @@ void CopyField(char* dst, size_t size, const std::string& src) {
 bool MakeParents(const std::string& path, std::string* error) {
   for (size_t pos = path.find('/', 1); pos != std::string::npos; pos = path.find('/', pos + 1)) {
     const std::string dir = path.substr(0, pos);
-    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    if (mkdir(dir.c_str(), 0750) != 0 && errno != EEXIST) {
       *error = "cannot create directory " + dir + ": " + std::strerror(errno);
       return false;
     }
@@ -32,12 +33,47 @@ bool MakeParents(const std::string& path, std::string* error) {
   return true;
 }
 
-std::string PreviousName(const std::string& path) {
+std::string PreviousName(const std::string& name) {
   const std::string ext = ".ptr";
-  if (path.size() > ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0) {
-    return path.substr(0, path.size() - ext.size()) + ".prev.ptr";
+  if (name.size() > ext.size() && name.compare(name.size() - ext.size(), ext.size(), ext) == 0) {
+    return name.substr(0, name.size() - ext.size()) + ".prev.ptr";
   }
-  return path + ".prev";
+  return name + ".prev";
+}
+
+// Moves a file already at `name` out of the way, unless a live writer holds its lock. Only a
+// regular file is moved (renameat never follows a link, but a link there is refused outright:
+// someone else put it there).
+bool SetAsidePrevious(int dir_fd, const std::string& name, const std::string& shown,
+                      std::string* error, int32_t* holder) {
+  const int fd = openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return true;
+    *error =
+        shown + (errno == ELOOP ? " is a symbolic link" : ": " + std::string(std::strerror(errno)));
+    return false;
+  }
+  struct stat st {};
+  bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  if (!ok) {
+    *error = shown + " is not a regular file";
+  } else if (flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+    // A file system without flock (ENOLCK, EOPNOTSUPP) cannot tell: the rank's own environment
+    // marker (preload/core/identity.h) is then the only guard.
+    FileHeader h{};
+    *holder = pread(fd, &h, sizeof h, 0) == sizeof h && h.pid > 0 ? h.pid : -1;
+    ok = false;
+    *error = shown + " is being written by a live process (pid " + std::to_string(*holder) + ")";
+  } else {
+    // Still the file we looked at (not one a racing process just created), then aside.
+    struct stat now {};
+    ok = fstatat(dir_fd, name.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_ino == st.st_ino &&
+         now.st_dev == st.st_dev &&
+         renameat(dir_fd, name.c_str(), dir_fd, PreviousName(name).c_str()) == 0;
+    if (!ok) *error = "cannot set " + shown + " aside: " + std::strerror(errno ? errno : EEXIST);
+  }
+  close(fd);
+  return ok;
 }
 
 FileHeader MakeHeader(const Identity& id, const RingOptions& options) {
@@ -51,6 +87,8 @@ FileHeader MakeHeader(const Identity& id, const RingOptions& options) {
   h.live_size = options.live_size;
   h.data_offset = kHeaderRegionSize + options.live_size;
   h.data_capacity = options.file_size - h.data_offset;
+  h.flags = id.helper_of != 0 ? kFileFlagHelper : 0;
+  h.rank_pid = id.helper_of;
   h.rank = id.rank;
   h.local_rank = id.local_rank;
   h.world_size = id.world_size;
@@ -66,30 +104,39 @@ FileHeader MakeHeader(const Identity& id, const RingOptions& options) {
 
 }  // namespace
 
-std::unique_ptr<RingWriter> RingWriter::Create(const std::string& path, const Identity& identity,
-                                               const RingOptions& options, std::string* error) {
+std::unique_ptr<RingWriter> RingWriter::CreateAt(int dir_fd, const std::string& dir,
+                                                 const std::string& name, const Identity& identity,
+                                                 const RingOptions& options, std::string* error,
+                                                 int32_t* holder) {
+  const std::string shown = dir + "/" + name;
+  int32_t holder_ignored = 0;
+  if (holder == nullptr) holder = &holder_ignored;
+  *holder = 0;
   if (options.live_size < 1024 || options.live_size % kRecordAlign != 0 ||
       options.file_size < kHeaderRegionSize + options.live_size + 4096) {
     *error = "ring file size too small";
     return nullptr;
   }
-  if (!MakeParents(path, error)) return nullptr;
-  if (access(path.c_str(), F_OK) == 0) rename(path.c_str(), PreviousName(path).c_str());
-  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (!SetAsidePrevious(dir_fd, name, shown, error, holder)) return nullptr;
+  const int fd =
+      openat(dir_fd, name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
   if (fd < 0) {
-    *error = "cannot create " + path + ": " + std::strerror(errno);
+    *error = "cannot create " + shown + ": " + std::strerror(errno);
     return nullptr;
   }
+  // Held until the writer's process ends: tells a later process claiming the same name that
+  // this one is alive. Advisory only; a file system without flock just goes without.
+  (void)flock(fd, LOCK_EX | LOCK_NB);
   std::unique_ptr<RingWriter> w(new RingWriter());
   w->fd_ = fd;
   if (const int rc = posix_fallocate(fd, 0, static_cast<off_t>(options.file_size)); rc != 0) {
-    *error = "cannot allocate " + path + ": " + std::strerror(rc);
-    unlink(path.c_str());
+    *error = "cannot allocate " + shown + ": " + std::strerror(rc);
+    unlinkat(dir_fd, name.c_str(), 0);
     return nullptr;
   }
   const FileHeader header = MakeHeader(identity, options);
   if (!w->WriteAt(0, &header, sizeof header)) {
-    *error = "cannot write " + path + ": " + std::strerror(errno);
+    *error = "cannot write " + shown + ": " + std::strerror(errno);
     return nullptr;
   }
   w->data_offset_ = header.data_offset;
@@ -98,6 +145,23 @@ std::unique_ptr<RingWriter> RingWriter::Create(const std::string& path, const Id
   w->live_half_ = header.live_size / 2;
   w->zstd_level_ = options.zstd_level;
   w->cctx_ = ZSTD_createCCtx();
+  return w;
+}
+
+std::unique_ptr<RingWriter> RingWriter::Create(const std::string& path, const Identity& identity,
+                                               const RingOptions& options, std::string* error) {
+  if (!MakeParents(path, error)) return nullptr;
+  const size_t slash = path.rfind('/');
+  const std::string dir =
+      slash == std::string::npos ? "." : path.substr(0, std::max<size_t>(slash, 1));
+  const int dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) {
+    *error = "cannot open directory " + dir + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  auto w = CreateAt(dir_fd, dir, slash == std::string::npos ? path : path.substr(slash + 1),
+                    identity, options, error);
+  close(dir_fd);
   return w;
 }
 

@@ -12,7 +12,11 @@ import os
 import shlex
 import signal
 import subprocess
+import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import hang_dump  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -72,33 +76,13 @@ def job_env(tools, out_dir, job_id, extra, simgpu):
         env.update(SIMGPU_ENV)
     env.update({"LD_PRELOAD": tools.lib, "PERFTRACKER_DIR": out_dir,
                 "PERFTRACKER_JOB_ID": job_id, "OMP_NUM_THREADS": "1",
-                "PYTHONDONTWRITEBYTECODE": "1"})
+                "PYTHONDONTWRITEBYTECODE": "1", "PYTHONFAULTHANDLER": "1"})
     env.update(extra)
     return env
 
 
-def descendants(pid):
-    """Every process below `pid` (torchrun's ranks are its children, not its group)."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
-
-
 def kill_tree(proc):
-    for pid in [proc.pid] + descendants(proc.pid):
+    for pid in [proc.pid] + hang_dump.descendants(proc.pid):
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -115,7 +99,10 @@ def run_job(cmd, env, log_path, timeout_s, until=None, poll_s=3.0):
         deadline = time.monotonic() + timeout_s
         while proc.poll() is None:
             if time.monotonic() > deadline:
-                kill_tree(proc)
+                log.write(f"=== hang: the job is still running after {timeout_s} s\n")
+                log.flush()
+                hang_dump.dump_and_kill(proc.pid, out=log)
+                proc.wait()
                 return None, "timeout"
             if until is not None and until():
                 kill_tree(proc)

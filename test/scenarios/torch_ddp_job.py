@@ -5,6 +5,7 @@ waits for in DDP's gradient all-reduce.
 """
 
 import argparse
+import gc
 import os
 import time
 
@@ -54,6 +55,10 @@ def main():
         opt.step()
     dist.barrier()
     loop_s = time.perf_counter() - start
+    # Leave without torch's exit deadlock (README, Known issues): no collective work left
+    # holding tensors, the DDP reducer gone while the group still lives, then the group.
+    del model, opt, loss, x, y, loader
+    gc.collect()
     dist.destroy_process_group()
     if rank == 0:
         print(f"torch_ddp_job: done: {os.environ['WORLD_SIZE']} ranks x {args.steps} steps "

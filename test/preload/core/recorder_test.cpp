@@ -77,9 +77,11 @@ struct Recording {
     setenv("PERFTRACKER_DIR", dir.c_str(), 1);
     const Config config = LoadConfig();
     const format::Identity id = DetectIdentity(config);
-    path = RingPath(config, id);
+    OutputDir out = OpenOutputDir(config, id);
+    REQUIRE(out.fd >= 0);
+    path = out.path + "/" + RingFileName(id);
     InitRecorder(static_cast<uint32_t>(config.max_functions), config.thread_events);
-    REQUIRE(StartWriter(config, id, path));
+    REQUIRE(StartWriter(config, id, std::move(out)));
     SetActive(true);
   }
   ~Recording() { std::filesystem::remove_all(dir); }

@@ -1,6 +1,8 @@
 // A do-nothing CUDA runtime for hook_bench: every call returns at once, so the benchmark sees the
-// cost of the hook itself rather than the (microseconds of) real launch work.
+// cost of the hook itself rather than the (microseconds of) real launch work. Built once more
+// with PT_STUB_QUERY_HANGS for the exit tests (a GPU that never answers).
 #include <cuda_runtime_api.h>
+#include <unistd.h>
 
 extern "C" {
 
@@ -29,7 +31,12 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int) {
 }
 cudaError_t cudaEventDestroy(cudaEvent_t) { return cudaSuccess; }
 cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventQuery(cudaEvent_t) {
+#ifdef PT_STUB_QUERY_HANGS
+  for (;;) pause();  // a hung GPU: the device-timer thread never comes back
+#endif
+  return cudaSuccess;
+}
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t, cudaEvent_t) {
   *ms = 0.01f;
   return cudaSuccess;

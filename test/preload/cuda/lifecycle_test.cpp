@@ -154,3 +154,93 @@ TEST_CASE("an output directory that cannot be created costs one warning", "[prel
   CHECK(ours == 1);
   CHECK(all == 1);
 }
+
+namespace {
+
+// exit_workload (the do-nothing runtime) as rank 0 with every launch timed, so the device-timer
+// thread runs; stdout and stderr in *out, the run's wall time in *seconds.
+int RunExitWorkload(const char* program, const std::vector<std::string>& args, Env extra,
+                    std::string* out, double* seconds) {
+  const std::string dir = MakeTempDir();
+  Env env = WrapperEnv(dir);
+  env.push_back({"PERFTRACKER_SAMPLE_EVERY", "1"});
+  env.insert(env.end(), extra.begin(), extra.end());
+  std::vector<std::string> rank{program};
+  rank.insert(rank.end(), args.begin(), args.end());
+  const auto start = std::chrono::steady_clock::now();
+  const int rc = Run(Wrapped({"/bin/sh", "-c"}, "true", rank), env, 60, out);
+  *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return rc;
+}
+
+}  // namespace
+
+TEST_CASE("a forked child that leaves through exit() ends at once", "[preload][life]") {
+  // The child inherits the device-timer thread's atexit handler but not the thread: joining it
+  // there would wait forever.
+  std::string out;
+  double seconds = 0;
+  const int rc = RunExitWorkload(PT_EXIT_WORKLOAD, {"fork-exit", "5"}, {}, &out, &seconds);
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK(WarningLines(out).first == 0);
+}
+
+TEST_CASE("a device-timer thread stuck in a CUDA call does not keep the process from exiting",
+          "[preload][life]") {
+  std::string out;
+  double seconds = 0;
+  const int rc = RunExitWorkload(PT_HANG_WORKLOAD, {"poller-exit"},
+                                 {{"PERFTRACKER_EXIT_WAIT_MS", "300"}}, &out, &seconds);
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK(seconds < 20);  // without the bound: never (the run is killed at 60 s)
+  const auto [ours, all] = WarningLines(out);
+  CHECK(ours == 1);
+  CHECK(all == 1);
+  CHECK(out.find("device-timer thread did not stop") != std::string::npos);
+}
+
+TEST_CASE("exit waits a bounded time for a stalled disk and says so once", "[preload][life]") {
+  // Every ring-file write takes 20 s: the final flush cannot finish; exit leaves after 300 ms.
+  std::string out;
+  double seconds = 0;
+  const int rc = RunExitWorkload(
+      PT_EXIT_WORKLOAD, {"poller-exit"},
+      {{"PERFTRACKER_TEST_WRITE_DELAY_MS", "20000"}, {"PERFTRACKER_EXIT_WAIT_MS", "300"}}, &out,
+      &seconds);
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK(seconds < 15);
+  const auto [ours, all] = WarningLines(out);
+  CHECK(ours == 1);
+  CHECK(all == 1);
+  CHECK(out.find("last window was not written") != std::string::npos);
+}
+
+TEST_CASE("fork() does not wait for the writer's ring-file writes", "[preload][life]") {
+  // With every write taking a second, a fork that waited on the writer (its lock was held for a
+  // whole round) took up to that second; now it takes what fork takes.
+  const auto fork_ms = [](const std::string& delay_ms) {
+    std::string out;
+    double seconds = 0;
+    const int rc = RunExitWorkload(
+        PT_EXIT_WORKLOAD, {"fork-latency", "12"},
+        {{"PERFTRACKER_TEST_WRITE_DELAY_MS", delay_ms}, {"PERFTRACKER_EXIT_WAIT_MS", "10000"}},
+        &out, &seconds);
+    INFO(out);
+    REQUIRE(rc == 0);
+    double median = -1, max = -1;
+    const size_t at = out.find("fork_ms ");
+    REQUIRE(at != std::string::npos);
+    REQUIRE(std::sscanf(out.c_str() + at, "fork_ms %lf %lf", &median, &max) == 2);
+    return std::make_pair(median, max);
+  };
+  const auto normal = fork_ms("0");
+  const auto slow = fork_ms("1000");
+  INFO("fork ms, normal disk: median " << normal.first << " max " << normal.second
+                                       << "; slow disk: median " << slow.first << " max "
+                                       << slow.second);
+  CHECK(slow.second < 200);  // a fifth of one write
+  CHECK(slow.first < 50);
+}

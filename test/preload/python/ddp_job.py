@@ -1,5 +1,6 @@
 """A 2-rank CPU/gloo DDP job with a DataLoader (one forked worker), SGD, and an explicit
 all_reduce of the loss every step and a barrier at the end. Run by ddp_test.py under torchrun."""
+import gc
 import os
 
 import torch
@@ -26,7 +27,11 @@ def main():
         loss.backward()
         opt.step()
         dist.all_reduce(loss.detach())
+    # Leave without torch's exit deadlock (README, Known issues): no collective work left
+    # holding tensors, the DDP reducer gone while the group still lives, then the group.
     dist.barrier()
+    del model, opt, loss, x, y, it, loader
+    gc.collect()
     dist.destroy_process_group()
     print(f"ddp_job: rank {os.environ['RANK']} done")
 

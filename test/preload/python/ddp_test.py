@@ -16,6 +16,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "support"))
+import hang_dump  # noqa: E402
 STEPS = 12
 
 
@@ -59,10 +61,11 @@ def main():
                "--rdzv_backend", "c10d", "--rdzv_endpoint", "localhost:0",
                "--rdzv_id", f"ddp-{os.getpid()}", "--nproc_per_node", str(args.nproc), "--redirects", "1", "--tee", "1",
                os.path.join(HERE, "ddp_job.py")]
-        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+        p = hang_dump.run(cmd, env=env, timeout=500)
         if p.returncode != 0:
             fail(f"torchrun exited {p.returncode}\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
-        files = sorted(glob.glob(os.path.join(tmp, "**", "rank-*.ptr"), recursive=True))
+        files = sorted(f for f in glob.glob(os.path.join(tmp, "**", "rank-*.ptr"), recursive=True)
+                       if ".helper-" not in f)
         if len(files) != args.nproc:
             fail(f"expected {args.nproc} ring files (no file from the agent or loader workers): "
                  f"{files}")
