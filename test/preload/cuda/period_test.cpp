@@ -72,7 +72,7 @@ void RunLoop(int ranks, int iters, const std::string& mode, const std::string& o
   for (int pid : pids) {
     int status = 0;
     while (waitpid(pid, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) kill(pid, SIGKILL);
+      if (std::chrono::steady_clock::now() > deadline) DumpStacksAndKill(pid);
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     CHECK(WIFEXITED(status));

@@ -6,10 +6,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
+#include <vector>
 
 #include "schemas/format/ring_file.h"
 #include "schemas/format/window.h"
@@ -120,6 +123,50 @@ int Spawn(const std::vector<std::string>& argv, const Env& env) {
   _exit(127);
 }
 
+namespace {
+
+// Every process below `pid`, from /proc (torchrun's ranks are its children, not its group).
+std::vector<int> Descendants(int pid) {
+  std::multimap<int, int> children;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    int ppid = 0;
+    char state = 0;
+    if (std::sscanf(stat.c_str() + close + 1, " %c %d", &state, &ppid) == 2) {
+      children.emplace(ppid, std::stoi(name));
+    }
+  }
+  std::vector<int> out, todo{pid};
+  while (!todo.empty()) {
+    const int p = todo.back();
+    todo.pop_back();
+    for (auto [it, end] = children.equal_range(p); it != end; ++it) {
+      out.push_back(it->second);
+      todo.push_back(it->second);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void DumpStacksAndKill(int pid) {
+  std::vector<int> pids = Descendants(pid);
+  pids.insert(pids.begin(), pid);
+  for (int p : pids) {
+    std::fprintf(stderr, "=== hang: stacks of pid %d\n", p);
+    const std::string cmd = "gdb -batch -nx -p " + std::to_string(p) +
+                            " -ex 'thread apply all bt' 2>&1 | grep -E '^(Thread |#)' >&2";
+    if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "(no stacks: is gdb installed?)\n");
+  }
+  for (int p : pids) kill(p, SIGKILL);
+}
+
 int Run(const std::vector<std::string>& argv, const Env& env, int timeout_s, std::string* out) {
   std::string out_path;
   Env full = env;
@@ -140,7 +187,7 @@ int Run(const std::vector<std::string>& argv, const Env& env, int timeout_s, std
   int status = 0;
   while (waitpid(pid, &status, WNOHANG) == 0) {
     if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
+      DumpStacksAndKill(pid);
       waitpid(pid, &status, 0);
       break;
     }

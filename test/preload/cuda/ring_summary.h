@@ -58,6 +58,9 @@ int Run(const std::vector<std::string>& argv, const Env& env, int timeout_s = 12
         std::string* out = nullptr);
 // Starts argv in the background; returns its pid.
 int Spawn(const std::vector<std::string>& argv, const Env& env);
+// A process that ran out of time leaves evidence: the native stacks of every thread of it and
+// of its descendants (gdb, when installed) go to stderr, the test log; then all are SIGKILLed.
+void DumpStacksAndKill(int pid);
 // Reads "name count" lines written by call_counter (summed over the files under `dir`).
 std::map<std::string, long> ReadCounters(const std::string& dir);
 std::string MakeTempDir();

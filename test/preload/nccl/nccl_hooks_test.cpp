@@ -56,7 +56,7 @@ bool WaitAll(const std::vector<int>& pids, int timeout_s) {
     int status = 0;
     while (waitpid(pid, &status, WNOHANG) == 0) {
       if (std::chrono::steady_clock::now() > deadline) {
-        kill(pid, SIGKILL);
+        DumpStacksAndKill(pid);
         waitpid(pid, &status, 0);
         break;
       }
