@@ -144,6 +144,7 @@ Report Analyze(std::unique_ptr<Dataset> dataset, const Thresholds& thresholds) {
   }
   rep.hangs = DetectHangs(ds, rep.median_iteration_s * 1e9);
   rep.candidates = RankCandidates(frame, findings, rep.hangs, rep.median_iteration_s);
+  AttachHelperEvidence(ds, &rep.candidates);
   rep.heat = BuildHeat(frame, rep.candidates);
   return rep;
 }

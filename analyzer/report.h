@@ -57,6 +57,10 @@ struct Report {
 std::vector<Candidate> RankCandidates(const Frame& frame, const std::vector<Finding>& findings,
                                       const std::vector<Hang>& hangs, double iteration_s);
 
+// The helper processes of a data-loader verdict's ranks, with the functions they spent most on
+// beyond the peers' helpers, as the candidate's evidence "helpers" (helpers.cpp).
+void AttachHelperEvidence(const Dataset& ds, std::vector<Candidate>* candidates);
+
 // The whole pipeline after ingest (analyze.cpp).
 Report Analyze(std::unique_ptr<Dataset> dataset, const Thresholds& thresholds);
 

@@ -55,6 +55,14 @@ def gemm_ok(c, e):
                for p in parts)
 
 
+def helpers_ok(c, e):
+    """A data-loader verdict names what the rank's helper processes (its workers) spent time on."""
+    if not e.helpers:
+        return True
+    ranks = c.get("evidence", {}).get("helpers", {}).get("ranks", [])
+    return any(re.search(e.helpers, b["function"]) for r in ranks for b in r.get("busiest", []))
+
+
 def judge(s, report, everything):
     """(passed, summary): the verdict on the reported candidates, scores from all of them."""
     cands = report["candidates"]
@@ -66,7 +74,7 @@ def judge(s, report, everything):
     true = next((c for c in everything["candidates"] if matches(c, s.expect)), None)
     runner = next((c for c in everything["candidates"] if c is not true), None)
     ok = bool(cands) and matches(cands[0], s.expect) and hang_frames_ok(report, s.expect) and \
-        gemm_ok(cands[0], s.expect)
+        gemm_ok(cands[0], s.expect) and helpers_ok(cands[0], s.expect)
     first = "" if ok else f"; first {describe(cands[0] if cands else None)}"
     return ok, f"true cause {describe(true)}; runner-up {describe(runner)}{first}"
 

@@ -17,6 +17,7 @@ class Expect:
     hang: str = ""  # "communication" / "non_communication"
     # > 0: a GEMM among the verdict's parts runs at most this fraction of its peers' TFLOP/s
     gemm_tflops_below: float = 0
+    helpers: str = ""  # regex a busiest function of the ranks' helper processes must match
 
 
 @dataclass
@@ -94,6 +95,15 @@ SCENARIOS = [
     Scenario("torch_slow_loader", "real torch DDP (CPU, gloo): slow data loader on rank 2",
              "torch_ddp", 4, ["--slow-loader-rank", "2", "--slow-loader-ms", "60"], {},
              Expect("dataloader", [2], r"collate|DataLoader|dataloader"), ci=True),
+    # The loading runs in spawned workers (helper processes with files of their own): the rank
+    # waits for them, and the verdict's evidence names what its workers spent the time on.
+    Scenario("torch_slow_loader_workers",
+             "real torch DDP (CPU, gloo): slow data loader in rank 2's 2 spawned workers",
+             "torch_ddp", 4, ["--slow-loader-rank", "2", "--slow-loader-ms", "150",
+                              "--loader-workers", "2", "--steps", "120"], {},
+             # The function is the frame where the rank waits (a deep one until verdicts name the
+             # user's depth); the helpers' evidence must name the slow collation.
+             Expect("dataloader", [2], "", helpers=r"SlowCollate\.__call__")),
     Scenario("torch_clean", "real torch DDP (CPU, gloo): clean", "torch_ddp", 4, [], {}, None,
              ci=True),
 ]

@@ -1,7 +1,9 @@
 """A real PyTorch DDP job on CPU (gloo), launched by torchrun: a DataLoader (in-process, so its
 time is the main thread's), an MLP, SGD. `--slow-loader-rank R --slow-loader-ms MS` makes batch
 collation on rank R that much slower: a slow data loader on one rank, which every other rank then
-waits for in DDP's gradient all-reduce.
+waits for in DDP's gradient all-reduce. `--loader-workers N` moves loading into N worker
+processes started with `spawn` (common with CUDA): the slow collation then runs in them, and the
+rank's main thread only waits for their batches.
 """
 
 import argparse
@@ -23,7 +25,21 @@ def parse_args():
     p.add_argument("--width", type=int, default=256)
     p.add_argument("--slow-loader-rank", type=int, default=-1)
     p.add_argument("--slow-loader-ms", type=float, default=0)
+    p.add_argument("--loader-workers", type=int, default=0)
     return p.parse_args()
+
+
+class SlowCollate:
+    """Batch collation, `delay_s` slower (a stand-in for slow decoding or augmentation); a
+    module-level class so that spawned loader workers can unpickle it."""
+
+    def __init__(self, delay_s):
+        self.delay_s = delay_s
+
+    def __call__(self, samples):
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        return default_collate(samples)
 
 
 def main():
@@ -33,14 +49,12 @@ def main():
     torch.manual_seed(0)
     delay_s = args.slow_loader_ms / 1000 if rank == args.slow_loader_rank else 0
 
-    def collate(samples):
-        if delay_s:
-            time.sleep(delay_s)  # stand-in for slow decoding / augmentation on this rank
-        return default_collate(samples)
-
+    collate = SlowCollate(delay_s)
     n = args.steps * args.batch
     data = TensorDataset(torch.randn(n, args.width), torch.randn(n, 1))
-    loader = DataLoader(data, batch_size=args.batch, num_workers=0, collate_fn=collate)
+    loader = DataLoader(data, batch_size=args.batch, num_workers=args.loader_workers,
+                        collate_fn=collate,
+                        multiprocessing_context="spawn" if args.loader_workers else None)
     model = DistributedDataParallel(torch.nn.Sequential(
         torch.nn.Linear(args.width, args.width), torch.nn.ReLU(),
         torch.nn.Linear(args.width, args.width), torch.nn.ReLU(),
