@@ -248,16 +248,24 @@ void FoldAggregates(const Frame& f, std::vector<Candidate>* cands) {
   *cands = std::move(kept);
 }
 
+// Whether a candidate speaks of the whole group (against an expected range, or a trend of the
+// median rank) or of the ranks that deviate from their peers.
+bool WholeGroup(const Candidate& c) {
+  return c.source == Source::kExpectedRange || c.source == Source::kTemporal;
+}
+
 // Same thing said twice: by several detectors, or about several ranks (union of rank sets), or
-// host CPU seen in both the Python and CUDA API sums.
+// host CPU seen in both the Python and CUDA API sums. A whole-group finding and a finding on
+// some ranks stay apart even on one function: the data loader may be slow everywhere and much
+// slower on one rank.
 void MergeDuplicates(std::vector<Candidate>* cands) {
   std::sort(cands->begin(), cands->end(),
             [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
   std::vector<Candidate> out;
   for (Candidate& c : *cands) {
     auto same = std::find_if(out.begin(), out.end(), [&](const Candidate& o) {
-      const bool same_thing =
-          o.function == c.function && o.category == c.category && o.group == c.group;
+      const bool same_thing = o.function == c.function && o.category == c.category &&
+                              o.group == c.group && WholeGroup(o) == WholeGroup(c);
       const bool host = o.category == "host_cpu" && c.category == "host_cpu" &&
                         o.rank_set == c.rank_set && o.group == c.group;
       return same_thing || host;
@@ -311,6 +319,7 @@ std::vector<Candidate> RankCandidates(const Frame& f, const std::vector<Finding>
   DemoteVictims(findings, &cands);
   DemoteCommunicationGrowth(&cands);
   FoldAggregates(f, &cands);
+  LiftToUserDepth(f, &cands);
   MergeDuplicates(&cands);
   std::erase_if(cands, [&](const Candidate& c) { return c.score < f.th.min_score; });
   for (const Hang& h : hangs) cands.push_back(HangCandidate(h, iteration_s));

@@ -57,6 +57,10 @@ struct Report {
 std::vector<Candidate> RankCandidates(const Frame& frame, const std::vector<Finding>& findings,
                                       const std::vector<Hang>& hangs, double iteration_s);
 
+// A Python candidate flagged deep in a library names the first frame of the user's own code
+// (else the highest) whose inclusive time explains >= 80% of the deviation (depth.cpp).
+void LiftToUserDepth(const Frame& f, std::vector<Candidate>* cands);
+
 // The helper processes of a data-loader verdict's ranks, with the functions they spent most on
 // beyond the peers' helpers, as the candidate's evidence "helpers" (helpers.cpp).
 void AttachHelperEvidence(const Dataset& ds, std::vector<Candidate>* candidates);

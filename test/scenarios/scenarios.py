@@ -101,9 +101,10 @@ SCENARIOS = [
              "real torch DDP (CPU, gloo): slow data loader in rank 2's 2 spawned workers",
              "torch_ddp", 4, ["--slow-loader-rank", "2", "--slow-loader-ms", "150",
                               "--loader-workers", "2", "--steps", "120"], {},
-             # The function is the frame where the rank waits (a deep one until verdicts name the
-             # user's depth); the helpers' evidence must name the slow collation.
-             Expect("dataloader", [2], "", helpers=r"SlowCollate\.__call__")),
+             # The rank waits deep in a selector: the verdict names the loader, and the helpers'
+             # evidence the slow collation.
+             Expect("dataloader", [2], r"_BaseDataLoaderIter\.__next__",
+                    helpers=r"SlowCollate\.__call__")),
     Scenario("torch_clean", "real torch DDP (CPU, gloo): clean", "torch_ddp", 4, [], {}, None,
              ci=True),
 ]

@@ -1,0 +1,70 @@
+// Verdicts at the user's depth (analyzer/depth.cpp): a checkpoint saved by rank 0 from the
+// user's own function costs its time in two leaves deep in a library; the verdict is one
+// candidate naming the user's function with its whole cost, the call path and the parts.
+#include <catch2/catch.hpp>
+
+#include "test/analyzer/fixture.h"
+
+namespace perftracker::testing {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// Appends user -> library -> two library leaves; on `slow_rank` the leaves take ms a step.
+void AddCheckpoint(int rank, int slow_rank, format::Window* w) {
+  const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
+  const bool slow = rank == slow_rank;
+  const uint64_t leaf_a = slow ? 6'000'000 : 10'000, leaf_b = slow ? 5'000'000 : 10'000;
+  const auto add = [&](const char* name, int32_t parent, uint64_t self, uint64_t total) {
+    format::FunctionPattern f;
+    f.kind = format::FunctionKind::kPython;
+    f.name = name;
+    f.parent = parent;
+    f.count = n;
+    f.self_ns = self * n;
+    f.total_ns = total * n;
+    f.min_ns = f.max_ns = total;
+    w->functions.push_back(f);
+    return static_cast<int32_t>(w->functions.size() - 1);
+  };
+  const int32_t user =
+      add("/home/user/train.py:50:save_checkpoint", -1, 20'000, 20'000 + 100'000 + leaf_a + leaf_b);
+  const int32_t lib =
+      add("torch/serialization.py:380:save", user, 100'000, 100'000 + leaf_a + leaf_b);
+  add("torch/serialization.py:290:_open_zipfile_writer_file.__init__", lib, leaf_a, leaf_a);
+  add("torch/serialization.py:450:_save", lib, leaf_b, leaf_b);
+  REQUIRE(format::FillFunctionIds(&w->functions));
+}
+
+}  // namespace
+
+TEST_CASE("a cost deep in a library is named at the user's frame, once, with its whole impact",
+          "[analyzer][depth]") {
+  const std::string dir = MakeTempDir();
+  JobSpec spec;
+  spec.shape = SmallShape();
+  spec.edit = [](int rank, format::Window* w) { AddCheckpoint(rank, 0, w); };
+  WriteJob(dir, spec);
+  const CliResult r = Cli({"analyze", dir, "--json", "-", "--top", "20"});
+  RemoveTree(dir);
+  REQUIRE(r.code == 0);
+  REQUIRE_FALSE(r.json.is_discarded());
+  const Json& cands = r.json["candidates"];
+  REQUIRE(cands.size() >= 1);
+  const Json& top = cands[0];
+  CHECK(top["function"] == "/home/user/train.py:50:save_checkpoint");
+  CHECK(top["rank_set"] == Json::array({0}));
+  // Both leaves' time (11 ms a step), not one leaf's.
+  CHECK(top["impact_s_per_iter"].get<double>() > 0.0105);
+  CHECK(top["evidence"]["call_path"].back() == "/home/user/train.py:50:save_checkpoint");
+  REQUIRE(top["evidence"]["largest_parts"].size() >= 1);
+  CHECK(top["evidence"]["largest_parts"][0]["function"] == "torch/serialization.py:380:save");
+  // No second, partial candidate for the same cause.
+  int serialization = 0;
+  for (const Json& c : cands) {
+    serialization += c["function"].get<std::string>().find("serialization") != std::string::npos;
+  }
+  CHECK(serialization == 0);
+}
+
+}  // namespace perftracker::testing
