@@ -97,6 +97,43 @@ std::string EvidenceLine(const Candidate& c) {
   return line;
 }
 
+// "dir/file.py:12:qualname" as "file.py:12:qualname": on one line, the file and the function
+// say more than the directories.
+std::string Short(const std::string& name) {
+  const size_t colon = name.find(':');
+  const size_t slash = name.rfind('/', colon == std::string::npos ? name.size() : colon);
+  return slash == std::string::npos ? name : name.substr(slash + 1);
+}
+
+// Where a lifted verdict sits (depth.cpp), what beneath it took the time, and what a data-loader
+// verdict's helper processes spent it on (helpers.cpp).
+void WritePathAndParts(const Json& e, std::ostream& out) {
+  if (e.contains("call_path") && e["call_path"].size() > 1) {
+    std::string path;
+    const size_t n = e["call_path"].size(), from = n > 3 ? n - 3 : 0;
+    for (size_t i = from; i < n; ++i) {
+      path += (i > from ? " > " : from > 0 ? "... > " : "") + Short(e["call_path"][i]);
+    }
+    out << "      call path: " << Clean(path, 100) << "\n";
+  }
+  if (e.contains("largest_parts") && !e["largest_parts"].empty()) {
+    const Json& p = e["largest_parts"][0];
+    out << "      largest part: " << Clean(Short(p.value("function", std::string())), 80) << " (+"
+        << FormatSeconds(p.value("excess_s_per_iter", 0.0)) << ")\n";
+  }
+  if (e.contains("helpers")) {
+    for (const Json& r : e["helpers"].value("ranks", Json::array())) {
+      if (r["busiest"].empty()) continue;
+      const Json& b = r["busiest"][0];
+      out << "      rank " << r.value("rank", -1) << "'s helper processes ("
+          << r.value("processes", 0)
+          << "): " << Clean(Short(b.value("function", std::string())), 60) << " "
+          << FormatSeconds(b.value("self_s", 0.0)) << " vs peers' "
+          << FormatSeconds(b.value("peer_median_s", 0.0)) << "\n";
+    }
+  }
+}
+
 // C4's evidence that this rank holds the others back.
 std::string ArrivalLine(const Json& a) {
   return "culprit: arrives last at " +
@@ -133,6 +170,7 @@ void Candidates(const Report& rep, size_t top, std::ostream& out) {
       }
       out << ")\n";
     }
+    WritePathAndParts(c.evidence, out);
   }
 }
 
