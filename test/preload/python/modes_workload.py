@@ -9,7 +9,8 @@ wrapper is probed), so it stays, and its calls of tiny fold like the others.
   trigger_file:      70 iterations of 1 ms; after 25 iterations the workload creates
                      $PERFTRACKER_DIR/<job>/trigger and waits 2.5 s (the writer looks once a
                      second): detailed windows start at iteration 30
-  slowdown:          100 iterations of 10 ms, then 100 of 20 ms: the slowdown trigger fires
+  slowdown:          100 iterations of 20 ms, then 100 of 40 ms: the slowdown trigger fires once
+                     (another period would need a further 5%: 2 ms a step of scheduling noise)
 """
 import os
 import sys
@@ -55,7 +56,7 @@ def main():
             train_step(i, 0.001)
     elif case == "slowdown":
         for i in range(200):
-            train_step(i, 0.01 if i < 100 else 0.02)
+            train_step(i, 0.02 if i < 100 else 0.04)
     print("modes workload: done")
 
 
