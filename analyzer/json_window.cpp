@@ -57,32 +57,40 @@ json CollectiveJson(const format::CollectivePattern& c) {
 
 json ToJson(const format::Window& w) {
   json functions = json::array();
-  for (const auto& p : w.functions) functions.push_back(FunctionJson(p));
+  for (const auto& p : w.functions) {
+    functions.push_back(FunctionJson(p));
+    if (w.critical_path) functions.back()["critical_ns"] = p.critical_ns;
+  }
   json collectives = json::array();
   for (const auto& c : w.collectives) collectives.push_back(CollectiveJson(c));
   const auto& it = w.iterations;
-  return {{"window_seq", w.window_seq},
-          {"iter_begin", w.iter_begin},
-          {"iter_end", w.iter_end},
-          {"start_mono_ns", w.start_mono_ns},
-          {"end_mono_ns", w.end_mono_ns},
-          {"start_real_ns", w.start_real_ns},
-          {"mode", w.detailed ? "detailed" : "light"},
-          {"iterations",
-           {{"first", it.first},
-            {"count", it.count},
-            {"total_ns", it.total_ns},
-            {"min_ns", it.min_ns},
-            {"max_ns", it.max_ns},
-            {"duration", ToJson(it.duration)}}},
-          {"health",
-           {{"dropped_events", w.health.dropped_events},
-            {"hook_ns", w.health.hook_ns},
-            {"hook_calls", w.health.hook_calls},
-            {"dropped_functions", w.health.dropped_functions},
-            {"dropped_windows", w.health.dropped_windows}}},
-          {"functions", std::move(functions)},
-          {"collectives", std::move(collectives)}};
+  json out = {{"window_seq", w.window_seq},
+              {"iter_begin", w.iter_begin},
+              {"iter_end", w.iter_end},
+              {"start_mono_ns", w.start_mono_ns},
+              {"end_mono_ns", w.end_mono_ns},
+              {"start_real_ns", w.start_real_ns},
+              {"mode", w.detailed ? "detailed" : "light"},
+              {"iterations",
+               {{"first", it.first},
+                {"count", it.count},
+                {"total_ns", it.total_ns},
+                {"min_ns", it.min_ns},
+                {"max_ns", it.max_ns},
+                {"duration", ToJson(it.duration)}}},
+              {"health",
+               {{"dropped_events", w.health.dropped_events},
+                {"hook_ns", w.health.hook_ns},
+                {"hook_calls", w.health.hook_calls},
+                {"dropped_functions", w.health.dropped_functions},
+                {"dropped_windows", w.health.dropped_windows}}},
+              {"functions", std::move(functions)},
+              {"collectives", std::move(collectives)}};
+  if (w.critical_path) {  // older files and other writers: unknown, so not printed
+    out["critical_path"] = true;
+    out["device_idle_ns"] = w.device_idle_ns;
+  }
+  return out;
 }
 
 json ToJson(const format::LiveState& s) {

@@ -33,6 +33,16 @@ void Aggregator::Add(const Event& e, const Tables& tables) {
     case EventType::kIteration:
       EndIteration(e.t, tables);
       break;
+    case EventType::kCritical:
+      critical_path_ = true;
+      if (e.slot == kNoSlot) {
+        device_idle_ns_ += e.a;
+      } else {
+        if (e.slot >= functions_.size()) functions_.resize(e.slot + 1);
+        ((e.flags[0] & kCallSlice) != 0 ? functions_[e.slot].critical_slice
+                                        : functions_[e.slot].critical) += e.a;
+      }
+      break;
   }
 }
 

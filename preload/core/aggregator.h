@@ -53,6 +53,8 @@ class Aggregator {
     // would equal `duration`, which it copies at that moment).
     format::Histogram self_duration;
     bool self_differs = false;
+    // Critical-path time (kCritical) of the timed calls, scaled to all calls at build; of slices.
+    uint64_t critical = 0, critical_slice = 0;
   };
   struct CollectiveAcc {
     uint64_t count = 0, host_ns = 0, device_samples = 0, device_ns = 0;
@@ -91,6 +93,8 @@ class Aggregator {
   std::vector<format::Window> finished_;
   uint64_t dropped_functions_seen_ = 0;
   format::IterationStats iteration_stats_;
+  bool critical_path_ = false;  // a kCritical event arrived in this window
+  uint64_t device_idle_ns_ = 0;
   format::Health health_;
   std::vector<FunctionAcc> functions_;
   std::vector<uint32_t> touched_;                 // functions called in the iteration in progress

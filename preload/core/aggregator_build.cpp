@@ -66,6 +66,12 @@ format::Window Aggregator::Build(uint64_t end_ns, const Tables& tables) {
     p.device = std::move(f.device);
     p.per_iteration = std::move(f.per_iteration);
     if (f.self_differs) p.self_duration = std::move(f.self_duration);
+    // Like the time, the critical time of the timed calls stands for all of them.
+    p.critical_ns = (f.timed > 0 ? static_cast<uint64_t>(static_cast<double>(f.critical) *
+                                                         static_cast<double>(f.count) /
+                                                         static_cast<double>(f.timed))
+                                 : 0) +
+                    f.critical_slice;
     index[slot] = static_cast<int32_t>(w.functions.size());
     w.functions.push_back(std::move(p));
     // An iteration in progress continues into the next window.
@@ -104,6 +110,10 @@ format::Window Aggregator::Build(uint64_t end_ns, const Tables& tables) {
     c = CollectiveAcc{};
   }
 
+  w.critical_path = critical_path_;
+  w.device_idle_ns = device_idle_ns_;
+  critical_path_ = false;
+  device_idle_ns_ = 0;
   w.iterations = std::move(iteration_stats_);
   iteration_stats_ = format::IterationStats{};
   const uint64_t dropped_functions = tables.dropped_functions.load(std::memory_order_relaxed);

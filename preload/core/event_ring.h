@@ -20,6 +20,9 @@ enum class EventType : uint8_t {
   kCollLaunch,  // slot = collective, t = launch, a = seq, b = host ns, c = epoch after it
   kCollDone,    // slot = collective, a = seq, b = device ns
   kIteration,   // t = end of the iteration, a = epoch after it (0: unknown)
+  // Made by the writer, never by a hook (critical_path.h): slot's time on the critical path,
+  // t = when it ended, a = ns; slot kNoSlot: the device's idle time in the iteration ending at t.
+  kCritical,
 };
 
 // kNativeCall, flags in flags[0]. A timed call has t = end and b = host duration; an untimed

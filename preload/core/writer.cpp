@@ -20,6 +20,7 @@
 #include "preload/core/aggregator.h"
 #include "preload/core/clock.h"
 #include "preload/core/collective_iterations.h"
+#include "preload/core/critical_path.h"
 #include "preload/core/log.h"
 #include "preload/core/mode_trigger.h"
 #include "preload/core/output_dir.h"
@@ -50,6 +51,11 @@ struct WriterState {
   flatbuffers::FlatBufferBuilder live_builder;
   std::vector<Event> batch;
   SegmentScratch segments;
+  // The training loop's thread (the ring that marks iterations, else launches collectives) and
+  // its critical path; the kCritical events it makes join the batch.
+  CriticalPath critical_path;
+  ThreadRing* iteration_ring = nullptr;
+  std::vector<Event> critical;
   std::vector<RingCounters> counters;
   uint64_t drain_ns = 0;
   uint64_t last_live_ns = 0;
@@ -149,12 +155,25 @@ void Round(WriterState& w) {
   for (ThreadRing* r = FirstRing(); r != nullptr; r = r->next) {
     const RingState state = r->state.load(std::memory_order_acquire);
     if (state == RingState::kFree) continue;
+    const size_t from = w.batch.size();
     r->Drain([&](const Event& e) { w.batch.push_back(e); });
     CollectHealth(w, r);
+    bool marks = false, launches = false;
+    for (size_t i = from; i < w.batch.size(); ++i) {
+      w.critical_path.Learn(w.batch[i]);
+      marks |= w.batch[i].type == EventType::kIteration;
+      launches |= w.batch[i].type == EventType::kCollLaunch;
+    }
+    if (marks || (launches && w.iteration_ring == nullptr)) w.iteration_ring = r;
+    if (r == w.iteration_ring) {
+      w.critical_path.Walk(std::span(w.batch).subspan(from), &w.critical);
+    }
     // Dead and drained: a new thread may adopt it. (The owner pushed its last event before
     // marking it dead, so nothing can arrive after this drain.)
     if (state == RingState::kDead) r->state.store(RingState::kFree, std::memory_order_release);
   }
+  w.batch.insert(w.batch.end(), w.critical.begin(), w.critical.end());
+  w.critical.clear();
   w.collective_iterations.Synthesize(&w.batch, tables);
   OrderBySegment(&w.batch, &w.segments);
   for (const Event& e : w.batch) {

@@ -83,6 +83,8 @@ struct FunctionPattern {
   Histogram per_iteration;
   // Exclusive time of the timed calls; empty when it equals `duration` (leaves, native calls).
   Histogram self_duration;
+  // Time on the rank's critical path; 0 where the window has no critical_path.
+  uint64_t critical_ns = 0;
   bool operator==(const FunctionPattern&) const = default;
 };
 
@@ -137,6 +139,8 @@ struct Window {
   IterationStats iterations;
   Health health;
   bool detailed = false;  // Python functions in detailed mode (PERFTRACKER_MODE)
+  bool critical_path = false;  // functions carry critical_ns (FORMAT.md)
+  uint64_t device_idle_ns = 0;
   bool operator==(const Window&) const = default;
 };
 

@@ -167,9 +167,11 @@ std::span<const uint8_t> WindowEncoder::Encode(const Window& w) {
       any_self ? PackedHistograms(b, s, f,
                                   [](const P& p) -> const Histogram& { return p.self_duration; })
                : decltype(duration)();
-  const auto functions =
-      fb::CreateFunctionColumns(b, name, kind, parent, count, total, self, min, max, wait, bytes,
-                                dev_samples, dev_ns, duration, device, per_iter, self_duration);
+  const auto critical =
+      w.critical_path ? Packed(b, s, f, [](const P& p) { return p.critical_ns; }) : Bytes();
+  const auto functions = fb::CreateFunctionColumns(b, name, kind, parent, count, total, self, min,
+                                                   max, wait, bytes, dev_samples, dev_ns, duration,
+                                                   device, per_iter, self_duration, critical);
 
   const auto collectives = EncodeCollectives(b, s, w.collectives);
   const std::vector<IterationStats> iters{w.iterations};
@@ -181,9 +183,9 @@ std::span<const uint8_t> WindowEncoder::Encode(const Window& w) {
   const auto health =
       fb::CreateHealth(b, w.health.dropped_events, w.health.hook_ns, w.health.hook_calls,
                        w.health.dropped_functions, w.health.dropped_windows);
-  const auto root = fb::CreateWindowSummary(b, w.window_seq, w.iter_begin, w.iter_end,
-                                            w.start_mono_ns, w.end_mono_ns, w.start_real_ns,
-                                            functions, collectives, iterations, health, w.detailed);
+  const auto root = fb::CreateWindowSummary(
+      b, w.window_seq, w.iter_begin, w.iter_end, w.start_mono_ns, w.end_mono_ns, w.start_real_ns,
+      functions, collectives, iterations, health, w.detailed, w.critical_path, w.device_idle_ns);
   fb::FinishWindowSummaryBuffer(b, root);
   return {b.GetBufferPointer(), b.GetSize()};
 }

@@ -108,7 +108,8 @@ bool DecodeFunctions(const fb::FunctionColumns* c, std::vector<FunctionPattern>*
          UnpackHistograms(c->duration(), out, &P::duration) &&
          UnpackHistograms(c->device(), out, &P::device) &&
          UnpackHistograms(c->per_iteration(), out, &P::per_iteration) &&
-         UnpackHistograms(c->self_duration(), out, &P::self_duration) && FillFunctionIds(out);
+         UnpackHistograms(c->self_duration(), out, &P::self_duration) &&
+         Unpack(c->critical_ns(), out, &P::critical_ns) && FillFunctionIds(out);
 }
 
 bool DecodeCollectives(const fb::CollectiveColumns* c, std::vector<CollectivePattern>* out) {
@@ -165,6 +166,8 @@ bool DecodeWindow(std::span<const uint8_t> bytes, Window* out) {
   out->end_mono_ns = w->end_mono_ns();
   out->start_real_ns = w->start_real_ns();
   out->detailed = w->detailed();
+  out->critical_path = w->critical_path();
+  out->device_idle_ns = w->device_idle_ns();
   if (!DecodeFunctions(w->functions(), &out->functions)) return false;
   if (!DecodeCollectives(w->collectives(), &out->collectives)) return false;
   out->iterations = IterationStats{};

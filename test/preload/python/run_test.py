@@ -78,6 +78,7 @@ class Fn:
     def __init__(self, key, kind, parent, name):
         self.key, self.kind, self.parent, self.name = key, kind, parent, name
         self.count = self.total = self.self_ns = 0
+        self.critical = None  # critical-path ns; None where no window carried it
         self.timed = 0  # calls whose time was measured (the rest: counted, time estimated)
         self.self_hist = None  # ring: timed calls in the self-time histogram (0: equals duration)
 
@@ -120,6 +121,8 @@ def load_ring(cli, tmp):
             fn.count += p["count"]
             fn.total += p["total_ns"]
             fn.self_ns += p["self_ns"]
+            if "critical_ns" in p:
+                fn.critical = (fn.critical or 0) + p["critical_ns"]
             fn.timed += sum(p["duration"].get("counts", []))  # one entry per timed call
             fn.self_hist = (fn.self_hist or 0) + sum(p.get("self_duration", {}).get("counts", []))
     return fns, iterations, stack
@@ -156,6 +159,11 @@ def check_modes(args, tmp, light, iterations):
     expect(tiny_in_wrapper == (0 if light else iterations), f"tiny in wrapper {tiny_in_wrapper}")
     for q in ("work", "train_step", "wrapper"):
         expect(sum(f.count for f in find(fns, q)) == iterations, f"{q} count")
+    if not args.probe:
+        # No device: work() (a sleep, no Python callee) is on the critical path all its own time.
+        (work,) = find(fns, "work")
+        expect(work.critical is not None and work.self_ns > 0 and work.critical == work.self_ns,
+               f"work: critical {work.critical} ns, self {work.self_ns} ns")
     if not args.probe:
         modes = {w[1] for w in load_windows(args.perftracker, tmp)}
         expect(modes == {"light" if light else "detailed"}, f"window modes {modes}")
@@ -406,7 +414,7 @@ def main():
             p = run(args, {"PERFTRACKER_STEP_FUNCTION": "train_step", "PERFTRACKER_MODE": "light"},
                     tmp, script="modes_workload.py", script_args=("slowdown",))
             expect("perftracker:" not in p.stderr, f"unexpected warnings: {p.stderr}")
-            # 10 ms steps until iteration 100, then 20 ms: the mean of 50 passes 1.05 x the low
+            # 20 ms steps until iteration 100, then 40 ms: the mean of 50 passes 1.05 x the low
             # 3 slow steps in; decided at the boundary after that (110), applied at the next.
             check_detailed_period(args, tmp, (120, 130))
         elif args.case in ("disabled", "norank"):

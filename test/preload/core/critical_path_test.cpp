@@ -1,0 +1,100 @@
+// The writer's critical-path estimate (preload/core/critical_path.h) on hand-made event
+// sequences of one training thread: who is charged while the device has nothing queued.
+#include "preload/core/critical_path.h"
+
+#include <catch2/catch.hpp>
+#include <map>
+
+namespace perftracker::preload {
+namespace {
+
+constexpr uint64_t kMs = 1'000'000;
+constexpr Slot kKernel = 100, kLaunchApi = 101, kSyncApi = 102;
+
+Event Call(Slot slot, uint64_t begin, uint64_t end, uint64_t self) {
+  return Event{slot, EventType::kCall, {}, end, end - begin, self, 0, 0};
+}
+Event Launch(uint64_t end, bool timed = true) {
+  Event e{kLaunchApi,
+          EventType::kNativeCall,
+          {},
+          0,
+          uint64_t{kNoSlot} | uint64_t{kKernel} << 32,
+          0,
+          kNoSlot,
+          0};
+  if (timed) {
+    e.flags[0] = kNativeTimed;
+    e.t = end;
+    e.b = 10'000;
+  } else {
+    e.t = kEpochTag | 1;
+  }
+  return e;
+}
+Event Sync(uint64_t end, uint64_t waited) {
+  return Event{kSyncApi,
+               EventType::kNativeCall,
+               {kNativeTimed | kNativeBlocking, 0, 0},
+               end,
+               uint64_t{kNoSlot} | uint64_t{kNoSlot} << 32,
+               waited,
+               kNoSlot,
+               0};
+}
+Event Iteration(uint64_t t) { return Event{0, EventType::kIteration, {}, t, 1, 0, 0, 0}; }
+
+// Critical ns per slot (kNoSlot: device idle) of one walk.
+std::map<Slot, uint64_t> Charged(CriticalPath& cp, const std::vector<Event>& events) {
+  std::vector<Event> out;
+  cp.Walk(events, &out);
+  std::map<Slot, uint64_t> charged;
+  for (const Event& e : out) {
+    REQUIRE(e.type == EventType::kCritical);
+    charged[e.slot] += e.a;
+  }
+  return charged;
+}
+
+}  // namespace
+
+TEST_CASE("without device work a function's own time is its critical time", "[critical]") {
+  CriticalPath cp;
+  // f [0, 10) calls g [2, 5): g 3 ms, f 7 ms of its own.
+  const auto charged = Charged(
+      cp, {Call(2, 2 * kMs, 5 * kMs, 3 * kMs), Call(1, 0, 10 * kMs, 7 * kMs), Iteration(10 * kMs)});
+  CHECK(charged.at(2) == 3 * kMs);
+  CHECK(charged.at(1) == 7 * kMs);
+  CHECK(charged.count(kNoSlot) == 0);  // no device: no device-idle accounting
+  CHECK_FALSE(cp.device_seen());
+}
+
+TEST_CASE("host time while the device works is not critical; a routine that starves it is",
+          "[critical]") {
+  CriticalPath cp;
+  cp.Learn(Event{kKernel, EventType::kDeviceTime, {}, 0, 8 * kMs, 0, 0, 0});
+  // Iteration 1: step() [0, 9): launches at 1 ms (8 ms of device work, to 9 ms), then waits in a
+  // sync from 2 to 9 ms. Then routine() [9, 59): pure Python while the device has nothing.
+  const auto charged =
+      Charged(cp, {Launch(1 * kMs), Sync(9 * kMs, 7 * kMs), Call(1, 0, 9 * kMs, 9 * kMs),
+                   Call(2, 9 * kMs, 59 * kMs, 50 * kMs), Iteration(59 * kMs)});
+  CHECK(cp.device_seen());
+  CHECK(charged.at(1) == 1 * kMs);         // only before its first launch
+  CHECK(charged.at(2) == 50 * kMs);        // all of it
+  CHECK(charged.at(kNoSlot) == 51 * kMs);  // device idle: [0, 1) and [9, 59)
+}
+
+TEST_CASE("launches whose host time was not sampled are placed between timed events",
+          "[critical]") {
+  CriticalPath cp;
+  cp.Learn(Event{kKernel, EventType::kDeviceTime, {}, 0, 4 * kMs, 0, 0, 0});
+  // step() [0, 20): three untimed launches between its start and a sync at 20 ms: placed at 5, 10
+  // and 15 ms (evenly between the timed events around them, 0 and 20), 4 ms of device work each:
+  // the device idles [0,5), [9,10), [14,15); the sync waited, so it is busy to 20.
+  const auto charged =
+      Charged(cp, {Launch(0, false), Launch(0, false), Launch(0, false), Sync(20 * kMs, 1 * kMs),
+                   Call(1, 0, 20 * kMs, 20 * kMs), Iteration(20 * kMs)});
+  CHECK(charged.at(1) == 7 * kMs);
+}
+
+}  // namespace perftracker::preload
