@@ -26,6 +26,15 @@ double SamplingVariance(const format::FunctionPattern& p) {
   return calls * calls * var / n * (1 - n / calls);
 }
 
+// Kernels or copies recorded: the rank drives a device, whose idle time the window measured.
+bool HasDeviceWork(const format::Window& w) {
+  return w.device_idle_ns > 0 ||
+         std::any_of(w.functions.begin(), w.functions.end(), [](const format::FunctionPattern& p) {
+           return p.kind == format::FunctionKind::kKernel ||
+                  p.kind == format::FunctionKind::kMemcpy;
+         });
+}
+
 void AddFunctions(const format::Window& w, const std::vector<uint32_t>& index, Slot* slot) {
   for (size_t i = 0; i < w.functions.size(); ++i) {
     const format::FunctionPattern& p = w.functions[i];
@@ -33,6 +42,7 @@ void AddFunctions(const format::Window& w, const std::vector<uint32_t>& index, S
     if (slot->functions.size() <= k) slot->functions.resize(k + 1);
     FunctionSum& s = slot->functions[k];
     s.self_ns += static_cast<float>(p.self_ns);
+    s.critical_ns += static_cast<float>(p.critical_ns);
     s.wait_ns += static_cast<float>(p.wait_ns);
     s.total_ns += static_cast<float>(p.total_ns);
     s.device_ns += static_cast<float>(p.device_ns);
@@ -160,6 +170,7 @@ void HarmonizeModes(Dataset* dataset) {
         }
         FunctionSum& caller = s->functions[p];
         caller.self_ns += fn.total_ns;
+        caller.critical_ns += fn.critical_ns;
         caller.sampling_var += fn.sampling_var;
         fn = FunctionSum{};
       }
@@ -178,6 +189,8 @@ void FoldWindow(const format::Window& w, Catalog* catalog, RankData* rank,
   slot->iter_end = std::max(slot->iter_end, std::max(w.iter_end, w.iter_begin));
   ++slot->windows;
   slot->detailed_windows += w.detailed;
+  slot->critical_windows += w.critical_path;
+  slot->device_windows += w.critical_path && HasDeviceWork(w);
   // A window without iteration marks still covers iter_end - iter_begin iterations; in a job
   // whose iterations are never recognized, its duration is one. But once iterations have begun,
   // a window that made no progress covers none: inside a long iteration, the window where that

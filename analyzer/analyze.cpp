@@ -138,7 +138,8 @@ Report Analyze(std::unique_ptr<Dataset> dataset, const Thresholds& thresholds) {
   const Frame frame = MakeFrame(ds, rep.groups, thresholds);
   std::vector<Finding> findings;
   for (auto detect :
-       {DetectDifferential, DetectExpectedRange, DetectTemporal, DetectArrival, DetectLinks}) {
+       {DetectDifferential, DetectExpectedRange, DetectCriticalPath, DetectTemporal, DetectArrival,
+        DetectLinks}) {
     std::vector<Finding> more = detect(frame);
     findings.insert(findings.end(), more.begin(), more.end());
   }

@@ -11,7 +11,8 @@
 //                 a fault hits one rank every time).
 //  expected range per group: the median rank's share of the iteration of functions that block
 //                 the host (data loader, GC, host syncs: <= 1%; copies: <= 5%), for problems
-//                 every rank shares, which comparing ranks cannot see.
+//                 every rank shares, which comparing ranks cannot see; and of every Python
+//                 function's subtree on the critical path (beta <= 1%, critical.cpp).
 //  temporal       per group: the median rank's value in the latest slots against the earliest.
 //  arrival        per group (C4): each rank's launch offset at every collective against the
 //                 peers'; the rank that arrives late is the one the others wait for.
@@ -105,6 +106,9 @@ std::vector<Finding> DetectDifferential(const Frame& f);
 std::vector<Finding> DetectExpectedRange(const Frame& f);
 std::vector<Finding> DetectTemporal(const Frame& f);
 std::vector<Finding> DetectArrival(const Frame& f);  // culprit.cpp
+// Python functions whose critical-path share (beta) is above 1% on the median rank of a group
+// (critical.cpp).
+std::vector<Finding> DetectCriticalPath(const Frame& f);
 std::vector<Finding> DetectLinks(const Frame& f);    // culprit.cpp
 
 }  // namespace perftracker::analyzer

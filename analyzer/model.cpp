@@ -18,6 +18,7 @@ void MergeVectors(std::vector<T>* into, const std::vector<T>& from) {
     const auto& b = from[i];
     if constexpr (std::is_same_v<T, FunctionSum>) {
       a.self_ns += b.self_ns;
+      a.critical_ns += b.critical_ns;
       a.wait_ns += b.wait_ns;
       a.device_est_ns += b.device_est_ns;
       a.count += b.count;
@@ -74,6 +75,8 @@ void Slot::Merge(const Slot& other) {
   iter_end = std::max(iter_end, other.iter_end);
   windows += other.windows;
   detailed_windows += other.detailed_windows;
+  critical_windows += other.critical_windows;
+  device_windows += other.device_windows;
   iterations += other.iterations;
   iteration_ns += other.iteration_ns;
   MergeVectors(&functions, other.functions);

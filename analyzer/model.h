@@ -73,6 +73,7 @@ class Catalog {
 // Sums over the windows of a slot.
 struct FunctionSum {
   float self_ns = 0;
+  float critical_ns = 0;  // on the rank's critical path (windows with critical_path)
   float wait_ns = 0;
   float device_est_ns = 0;  // device time of every call, estimated by Align (EstimateDevice)
   float count = 0;
@@ -100,6 +101,8 @@ struct Slot {
   uint64_t iter_end = 0;
   uint64_t windows = 0;
   uint64_t detailed_windows = 0;  // recorded in detailed mode (every Python function)
+  uint64_t critical_windows = 0;  // carrying critical-path time (FORMAT.md critical_path)
+  uint64_t device_windows = 0;    // of those, the rank drove a device (device_idle_ns known)
   double iterations = 0;
   double iteration_ns = 0;                 // summed iteration durations
   std::vector<FunctionSum> functions;      // by catalog index

@@ -82,6 +82,8 @@ class Trainer:
             self.train_step(batch)
             self.step_end.record()
             self.faults.make_garbage()
+            if self.faults.routine_s:
+                self.faults.bookkeeping()
             if self.faults.sync_every_step or step % self.args.log_every == 0:
                 self.loss.item()  # the periodic host synchronization of a training loop
             if step % self.args.log_every == 0:

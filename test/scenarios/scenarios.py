@@ -68,6 +68,11 @@ SCENARIOS = [
              DP, {"SIM_TRAIN_HOST_SYNC_EVERY_STEP": "1"},
              Expect("software_all_ranks", ALL8, r"item|sync|Synchronize",
                     source="expected_range"), ci=True),
+    # Host-bound on every rank: ranks agree, so only the expected range of the critical path
+    # (beta of a Python function <= 1%) can see it; the GPU idles while the routine runs.
+    Scenario("py_routine_all", "a 60 ms pure-Python routine after every step on every rank",
+             "sim_train", 8, DP, {"SIM_TRAIN_PY_ROUTINE": "*=60"},
+             Expect("software_all_ranks", ALL8, r"Faults\.bookkeeping", source="expected_range")),
     Scenario("gc_pauses", "GC pauses on rank 2", "sim_train", 8, DP,
              {"SIM_TRAIN_GC_PRESSURE": "2=50"}, Expect("gc", [2], r"gc|collect")),
     # Two busy Python threads inside rank 1 (contention from outside the process would slow
@@ -105,6 +110,12 @@ SCENARIOS = [
              # evidence the slow collation.
              Expect("dataloader", [2], r"_BaseDataLoaderIter\.__next__",
                     helpers=r"SlowCollate\.__call__")),
+    # CPU training: the framework's own frames are the device; a user routine of ~10% of the
+    # step on every rank is host overhead above the expected range.
+    Scenario("torch_routine_all", "real torch DDP (CPU, gloo): a slow per-step routine on every rank",
+             "torch_ddp", 4, ["--routine-ms", "3"], {},
+             Expect("software_all_ranks", [0, 1, 2, 3], r"summarize_step",
+                    source="expected_range")),
     Scenario("torch_clean", "real torch DDP (CPU, gloo): clean", "torch_ddp", 4, [], {}, None,
              ci=True),
 ]

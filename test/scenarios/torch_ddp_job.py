@@ -26,7 +26,19 @@ def parse_args():
     p.add_argument("--slow-loader-rank", type=int, default=-1)
     p.add_argument("--slow-loader-ms", type=float, default=0)
     p.add_argument("--loader-workers", type=int, default=0)
+    p.add_argument("--routine-ms", type=float, default=0,
+                   help="a pure-Python routine after every step, this long, on every rank")
     return p.parse_args()
+
+
+def summarize_step(loss, budget_s):
+    """A per-step routine in plain Python (stand-in for metric bookkeeping or logging code): the
+    same on every rank, so no rank deviates from its peers."""
+    end = time.perf_counter() + budget_s
+    history = []
+    while time.perf_counter() < end:
+        history.append(sum(i * i for i in range(200)))
+    return loss, len(history)
 
 
 class SlowCollate:
@@ -67,6 +79,8 @@ def main():
         loss = torch.nn.functional.mse_loss(model(x), y)
         loss.backward()
         opt.step()
+        if args.routine_ms:
+            summarize_step(loss, args.routine_ms / 1000)
     dist.barrier()
     loop_s = time.perf_counter() - start
     # Leave without torch's exit deadlock (README, Known issues): no collective work left

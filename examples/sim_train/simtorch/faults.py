@@ -29,6 +29,7 @@ class Faults:
         self.sync_every_step = os.environ.get("SIM_TRAIN_HOST_SYNC_EVERY_STEP", "0") == "1"
         self.gc_objects = int(rank_value("SIM_TRAIN_GC_PRESSURE", rank) * 1000)
         self.busy_threads = int(rank_value("SIM_TRAIN_CPU_CONTENTION", rank))
+        self.routine_s = rank_value("SIM_TRAIN_PY_ROUTINE", rank) / 1000.0
         self._heap = []
         self._stop = threading.Event()
 
@@ -55,6 +56,15 @@ class Faults:
             a.append(a)
         if self.gc_objects:
             gc.collect()
+
+    def bookkeeping(self):
+        """Pure-Python work after every step (metrics, logging code), as long as the knob says:
+        longer than the device's backlog, it leaves the GPU idle."""
+        end = time.perf_counter() + self.routine_s
+        tally = 0
+        while time.perf_counter() < end:
+            tally += sum(i * i for i in range(100))
+        return tally
 
     def _spin(self):
         x = 0
