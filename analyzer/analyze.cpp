@@ -113,6 +113,28 @@ HeatMap BuildHeat(const Frame& f, const std::vector<Candidate>& cands) {
   return h;
 }
 
+}  // namespace
+
+// A straggler sets the pace of every rank it synchronizes with, and a cost every rank shares is
+// paid on each: either way, removing the time it costs a step shortens the job's step by about
+// that much. (Overlap with other work makes this an upper bound.)
+void AttachWhatIf(double iteration_s, std::vector<Candidate>* cands) {
+  for (Candidate& c : *cands) {
+    if (c.category == "hang" || c.impact_s_per_iter <= 0) continue;
+    // The step where the candidate was seen (its windows), else the job's.
+    const double step = c.evidence.value("iteration_s", 0.0) > 0
+                            ? c.evidence.value("iteration_s", 0.0)
+                            : iteration_s;
+    if (step <= 0) continue;
+    const double without = std::max(0.0, step - c.impact_s_per_iter);
+    c.evidence["what_if"] = {{"step_s", step},
+                             {"step_without_s", without},
+                             {"faster_pct", 100.0 * (step - without) / step}};
+  }
+}
+
+namespace {
+
 bool WriteFile(const std::string& path, const std::string& text, std::ostream& err) {
   std::ofstream os(path, std::ios::binary);
   os << text;
@@ -137,15 +159,16 @@ Report Analyze(std::unique_ptr<Dataset> dataset, const Thresholds& thresholds) {
   rep.median_iteration_s = Median(means);
   const Frame frame = MakeFrame(ds, rep.groups, thresholds);
   std::vector<Finding> findings;
-  for (auto detect :
-       {DetectDifferential, DetectExpectedRange, DetectCriticalPath, DetectTemporal, DetectArrival,
-        DetectLinks}) {
+  for (auto detect : {DetectDifferential, DetectExpectedRange, DetectCriticalPath, DetectTemporal,
+                      DetectArrival, DetectLinks}) {
     std::vector<Finding> more = detect(frame);
     findings.insert(findings.end(), more.begin(), more.end());
   }
   rep.hangs = DetectHangs(ds, rep.median_iteration_s * 1e9);
   rep.candidates = RankCandidates(frame, findings, rep.hangs, rep.median_iteration_s);
   AttachHelperEvidence(ds, &rep.candidates);
+  AttachBeta(frame, &rep.candidates);
+  AttachWhatIf(rep.median_iteration_s, &rep.candidates);
   rep.heat = BuildHeat(frame, rep.candidates);
   return rep;
 }

@@ -17,6 +17,7 @@
 #include <algorithm>
 
 #include "analyzer/detect.h"
+#include "analyzer/report.h"
 #include "analyzer/stats.h"
 
 namespace perftracker::analyzer {
@@ -150,6 +151,39 @@ std::vector<Finding> DetectCriticalPath(const Frame& f) {
     }
   }
   return out;
+}
+
+}  // namespace perftracker::analyzer
+
+namespace perftracker::analyzer {
+
+void AttachBeta(const Frame& f, std::vector<Candidate>* cands) {
+  for (Candidate& c : *cands) {
+    if (c.catalog_function < 0 || c.group < 0 || c.evidence.contains("beta")) continue;
+    const auto fn = static_cast<size_t>(c.catalog_function);
+    std::vector<double> culprits, peers;
+    for (const size_t m : (*f.groups)[static_cast<size_t>(c.group)].members) {
+      double critical = 0, iteration = 0;
+      bool known = false;
+      for (size_t k = 0; k < f.slots[m].size(); ++k) {
+        const Slot* s = SlotAt(f, m, k);
+        if (s == nullptr || s->critical_windows < s->windows || s->windows == 0) continue;
+        known = true;
+        iteration += s->iteration_ns;
+        if (fn < s->functions.size()) critical += s->functions[fn].critical_ns;
+      }
+      if (!known || iteration <= 0) continue;
+      const int rank = f.ds->ranks[m].rank();
+      const bool culprit =
+          std::find(c.rank_set.begin(), c.rank_set.end(), rank) != c.rank_set.end();
+      (culprit ? culprits : peers).push_back(critical / iteration);
+    }
+    if (culprits.empty()) continue;
+    double sum = 0;
+    for (const double b : culprits) sum += b;
+    c.evidence["beta"] = sum / static_cast<double>(culprits.size());
+    if (!peers.empty()) c.evidence["peer_beta"] = Median(peers);
+  }
 }
 
 }  // namespace perftracker::analyzer

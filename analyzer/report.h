@@ -61,6 +61,15 @@ std::vector<Candidate> RankCandidates(const Frame& frame, const std::vector<Find
 // (else the highest) whose inclusive time explains >= 80% of the deviation (depth.cpp).
 void LiftToUserDepth(const Frame& f, std::vector<Candidate>* cands);
 
+// Each candidate's own critical-path share (beta: its critical time over the iteration time) on
+// its ranks, and its peers' median, where the windows carry critical-path time (critical.cpp).
+// An expected-range finding on the critical path already says it for its subtree.
+void AttachBeta(const Frame& f, std::vector<Candidate>* cands);
+
+// "Job ~N% faster without this": each candidate's time lost per iteration taken off the step,
+// as evidence what_if (analyze.cpp).
+void AttachWhatIf(double iteration_s, std::vector<Candidate>* cands);
+
 // The helper processes of a data-loader verdict's ranks, with the functions they spent most on
 // beyond the peers' helpers, as the candidate's evidence "helpers" (helpers.cpp).
 void AttachHelperEvidence(const Dataset& ds, std::vector<Candidate>* candidates);

@@ -108,6 +108,19 @@ std::string Short(const std::string& name) {
 // Where a lifted verdict sits (depth.cpp), what beneath it took the time, and what a data-loader
 // verdict's helper processes spent it on (helpers.cpp).
 void WritePathAndParts(const Json& e, std::ostream& out) {
+  std::string line;
+  if (e.contains("beta")) {
+    line = Printf("critical path: beta %.3f", e.value("beta", 0.0));
+    if (e.contains("peer_beta")) line += Printf(" vs peers %.3f", e.value("peer_beta", 0.0));
+    if (e.contains("expected_max_beta")) {
+      line += Printf(" (expected <= %.2f)", e.value("expected_max_beta", 0.0));
+    }
+  }
+  if (e.contains("what_if")) {
+    line += (line.empty() ? "" : "; ") +
+            Printf("job ~%.0f%% faster without this", e["what_if"].value("faster_pct", 0.0));
+  }
+  if (!line.empty()) out << "      " << line << "\n";
   if (e.contains("call_path") && e["call_path"].size() > 1) {
     std::string path;
     const size_t n = e["call_path"].size(), from = n > 3 ? n - 3 : 0;
