@@ -70,11 +70,7 @@ void RunLoop(int ranks, int iters, const std::string& mode, const std::string& o
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   for (int pid : pids) {
-    int status = 0;
-    while (waitpid(pid, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) DumpStacksAndKill(pid);
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    const int status = WaitOrDump(pid, deadline);
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 0);
   }

@@ -155,6 +155,19 @@ std::vector<int> Descendants(int pid) {
 
 }  // namespace
 
+int WaitOrDump(int pid, std::chrono::steady_clock::time_point deadline) {
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      DumpStacksAndKill(pid);
+      waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return status;
+}
+
 void DumpStacksAndKill(int pid) {
   std::vector<int> pids = Descendants(pid);
   pids.insert(pids.begin(), pid);
@@ -183,16 +196,8 @@ int Run(const std::vector<std::string>& argv, const Env& env, int timeout_s, std
     dup2(saved, STDOUT_FILENO);
     close(saved);
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  int status = 0;
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      DumpStacksAndKill(pid);
-      waitpid(pid, &status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  const int status =
+      WaitOrDump(pid, std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s));
   if (out != nullptr) {
     std::ifstream in(out_path);
     out->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());

@@ -1,6 +1,7 @@
 // Test helpers: run a program under LD_PRELOAD, and sum a rank's ring file over all windows.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -61,6 +62,8 @@ int Spawn(const std::vector<std::string>& argv, const Env& env);
 // A process that ran out of time leaves evidence: the native stacks of every thread of it and
 // of its descendants (gdb, when installed) go to stderr, the test log; then all are SIGKILLed.
 void DumpStacksAndKill(int pid);
+// Waits for `pid` until `deadline`, then dumps its stacks and kills it; its wait status.
+int WaitOrDump(int pid, std::chrono::steady_clock::time_point deadline);
 // Reads "name count" lines written by call_counter (summed over the files under `dir`).
 std::map<std::string, long> ReadCounters(const std::string& dir);
 std::string MakeTempDir();

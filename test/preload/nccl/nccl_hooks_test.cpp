@@ -53,15 +53,7 @@ bool WaitAll(const std::vector<int>& pids, int timeout_s) {
   bool ok = true;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
   for (int pid : pids) {
-    int status = 0;
-    while (waitpid(pid, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        DumpStacksAndKill(pid);
-        waitpid(pid, &status, 0);
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    const int status = WaitOrDump(pid, deadline);
     ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
   }
   return ok;
