@@ -39,7 +39,25 @@ std::string GeneratedJobId() {
 
 }  // namespace
 
-void MarkRankProcess() { setenv(kRankPidVariable, std::to_string(getpid()).c_str(), 1); }
+namespace {
+
+// What a launcher sets for each rank it starts: a child whose values differ from the marking
+// rank's was started as a rank of its own (a launcher run by a process that looked like a rank),
+// not as that rank's helper, which inherits them unchanged.
+std::string RankVariables() {
+  std::string out;
+  for (const char* name : {"RANK", "LOCAL_RANK", "WORLD_SIZE"}) {
+    const char* v = std::getenv(name);
+    out += std::string(":") + (v != nullptr ? v : "-");
+  }
+  return out;
+}
+
+}  // namespace
+
+void MarkRankProcess() {
+  setenv(kRankPidVariable, (std::to_string(getpid()) + RankVariables()).c_str(), 1);
+}
 
 bool IsTrainingRank() {
   return std::getenv("RANK") != nullptr || std::getenv("LOCAL_RANK") != nullptr;
@@ -55,8 +73,12 @@ format::Identity DetectIdentity(const Config& config) {
   id.start_mono_ns = ClockNs(CLOCK_MONOTONIC);
   id.library_version = format::kLibraryVersion;
   // A rank marks its environment with its pid; a process that inherited it is that rank's helper.
-  if (const int rank_pid = EnvInt(kRankPidVariable, 0); rank_pid > 0 && rank_pid != id.pid) {
-    id.helper_of = rank_pid;
+  if (const char* mark = std::getenv(kRankPidVariable); mark != nullptr) {
+    char* rest = nullptr;
+    const long rank_pid = std::strtol(mark, &rest, 10);
+    if (rank_pid > 0 && rank_pid != id.pid && rest == RankVariables()) {
+      id.helper_of = static_cast<int32_t>(rank_pid);
+    }
   }
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown-host");

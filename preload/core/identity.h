@@ -13,9 +13,10 @@ namespace perftracker::preload {
 bool IsTrainingRank();
 
 // Set by a rank in its own environment, which every process it starts inherits (subprocess,
-// multiprocessing's spawn and forkserver, exec'd tools): its pid. A launcher that starts a new
-// rank (torchrun's agent, a Slurm requeue) is not a rank and never sets it, so a restarted rank
-// is still a rank.
+// multiprocessing's spawn and forkserver, exec'd tools): "pid:RANK:LOCAL_RANK:WORLD_SIZE". A
+// process that inherited it unchanged is that rank's helper. A launcher that starts a new rank
+// (torchrun's agent, a Slurm requeue) is not a rank and never sets it, so a restarted rank is
+// still a rank; and a child whose rank variables differ was started as a rank of its own.
 inline constexpr const char* kRankPidVariable = "PERFTRACKER_RANK_PID";
 
 // Marks this process as the rank in the environment its children inherit. Call from the

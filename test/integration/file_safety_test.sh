@@ -80,6 +80,13 @@ else
   echo "file_safety_test: not root, foreign-owner cases skipped"
 fi
 
+# A process that looks like a rank (RANK set) and starts a child with other rank variables, as a
+# launcher does, starts a rank, not a helper; a child with the same ones is a helper.
+PERFTRACKER_DIR="$scratch/launch" rank /bin/sh -c 'RANK=1 /bin/true; /bin/true; exit 0'
+expect_eq "$(cd "$scratch/launch/j/$host" && ls | tr '\n' ' ')" "rank-0.ptr rank-1.ptr " \
+  "files after a launcher-like rank (the helper /bin/true leaves none)"
+expect_eq "$(warnings)" 0 "launcher-like rank: warnings"
+
 # A live rank's file is never set aside: a second process claiming rank 0 (our marker scrubbed
 # from its environment) records as its helper; once the rank is gone, a new one is a restart.
 live="$scratch/live"
