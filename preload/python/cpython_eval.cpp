@@ -224,9 +224,14 @@ inline bool TimeThisCall(ShadowStack& s, const CodeInfo* info, Slot slot) {
 
 // A timed call of a function that may be sampled: the mean follows the function's recent calls
 // (1/8 weight each), so one that turns slow is timed at every call again within a few samples.
+// A sample counts for at most 16 times the mean: one call preempted for a scheduler tick would
+// otherwise raise the estimate charged for the next untimed calls by hundreds of microseconds
+// and erase their caller's own time; a function that really turns slow still reaches the
+// threshold in about four samples.
 inline void Remean(CodeInfo* info, uint64_t duration) {
-  const auto d = static_cast<int64_t>(std::min<uint64_t>(duration, INT32_MAX));
   const auto mean = static_cast<int64_t>(info->mean_ns);
+  const uint64_t cap = mean > 0 ? 16 * static_cast<uint64_t>(mean) : INT32_MAX;
+  const auto d = static_cast<int64_t>(std::min<uint64_t>({duration, cap, INT32_MAX}));
   info->mean_ns = static_cast<uint32_t>(mean + (d - mean) / 8);
   info->sampled = info->mean_ns < kSampledBelowNs;
 }
