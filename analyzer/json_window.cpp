@@ -90,6 +90,7 @@ json ToJson(const format::Window& w) {
     out["critical_path"] = true;
     out["device_idle_ns"] = w.device_idle_ns;
   }
+  if (w.cuda_runtimes != 0) out["cuda_runtimes"] = w.cuda_runtimes;
   return out;
 }
 

@@ -112,6 +112,7 @@ format::Window Aggregator::Build(uint64_t end_ns, const Tables& tables) {
 
   w.critical_path = critical_path_;
   w.device_idle_ns = device_idle_ns_;
+  w.cuda_runtimes = g_cuda_runtime_nodes.exchange(0, std::memory_order_relaxed);
   critical_path_ = false;
   device_idle_ns_ = 0;
   w.iterations = std::move(iteration_stats_);

@@ -36,6 +36,16 @@ inline constexpr Slot kNoSlot = ~Slot{0};
 inline std::atomic<bool> g_recorder_active{false};
 inline bool Active() { return g_recorder_active.load(std::memory_order_relaxed); }
 
+// The CUDA runtime entries (version nodes, versioned_entry.h) called since the last window: a bit
+// per node. Read before it is written, so a steady state costs a shared load, not a store.
+alignas(64) inline std::atomic<uint32_t> g_cuda_runtime_nodes{0};
+inline void NoteCudaRuntimeNode(int node) {
+  const uint32_t bit = 1u << node;
+  if ((g_cuda_runtime_nodes.load(std::memory_order_relaxed) & bit) == 0) [[unlikely]] {
+    g_cuda_runtime_nodes.fetch_or(bit, std::memory_order_relaxed);
+  }
+}
+
 // Monotonic nanoseconds (CLOCK_MONOTONIC through the vDSO): the time base of every event.
 uint64_t NowNs();
 

@@ -37,6 +37,14 @@ inline bool Tracing() {
   return state == 0 && CheckCudaRuntime();
 }
 
+// Tracing() for a hook entered through version node kNode (versioned_entry.h), which it notes.
+template <int kNode>
+inline bool Tracing() {
+  if (!Tracing()) return false;
+  NoteCudaRuntimeNode(kNode);
+  return true;
+}
+
 // True when CUPTI times kernels and copies, so no timing events are needed for them.
 inline std::atomic<bool> g_cupti_timing{false};
 

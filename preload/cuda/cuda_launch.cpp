@@ -1,6 +1,7 @@
 // CUDA runtime hooks: kernel and graph launches (and their per-thread-default-stream variants).
 // Each launch counts under its API function, its call site and its kernel; sampled launches
 // also get the kernel's device time (see preload/cuda/cuda_hook.h).
+#include "preload/core/versioned_entry.h"
 #include "preload/cuda/cuda_hook.h"
 
 namespace perftracker::preload {
@@ -10,16 +11,11 @@ using LaunchFn = cudaError_t (*)(const void*, dim3, dim3, void**, size_t, cudaSt
 using LaunchExFn = cudaError_t (*)(const cudaLaunchConfig_t*, const void*, void**);
 using GraphLaunchFn = cudaError_t (*)(cudaGraphExec_t, cudaStream_t);
 
-RealSymbol g_real[] = {
-    {"cudaLaunchKernel", Library::kCudart},
-    {"cudaLaunchKernel_ptsz", Library::kCudart},
-    {"cudaLaunchKernelExC", Library::kCudart},
-    {"cudaLaunchKernelExC_ptsz", Library::kCudart},
-    {"cudaLaunchCooperativeKernel", Library::kCudart},
-    {"cudaLaunchCooperativeKernel_ptsz", Library::kCudart},
-    {"cudaGraphLaunch", Library::kCudart},
-    {"cudaGraphLaunch_ptsz", Library::kCudart},
-};
+constinit RealSymbols g_real{
+    Library::kCudart,
+    {"cudaLaunchKernel", "cudaLaunchKernel_ptsz", "cudaLaunchKernelExC", "cudaLaunchKernelExC_ptsz",
+     "cudaLaunchCooperativeKernel", "cudaLaunchCooperativeKernel_ptsz", "cudaGraphLaunch",
+     "cudaGraphLaunch_ptsz"}};
 enum Real { kLaunch, kLaunchPtsz, kLaunchEx, kLaunchExPtsz, kCoop, kCoopPtsz, kGraph, kGraphPtsz };
 
 ApiSlot g_api_launch{"cudaLaunchKernel", format::FunctionKind::kCudaApi};
@@ -27,7 +23,7 @@ ApiSlot g_api_launch_ex{"cudaLaunchKernelExC", format::FunctionKind::kCudaApi};
 ApiSlot g_api_coop{"cudaLaunchCooperativeKernel", format::FunctionKind::kCudaApi};
 ApiSlot g_api_graph{"cudaGraphLaunch", format::FunctionKind::kCudaApi};
 
-[[gnu::constructor]] void ResolveLaunch() { ResolveAll(g_real, std::size(g_real)); }
+[[gnu::constructor]] void ResolveLaunch() { ResolveAll(g_real); }
 
 // A kernel launch of `func` on `stream`, forwarded by `call`.
 template <typename Call>
@@ -51,77 +47,91 @@ cudaError_t GraphLaunch(void* ret, cudaStream_t stream, Call call) {
 }  // namespace
 }  // namespace perftracker::preload
 
-using namespace perftracker::preload;  // NOLINT: the hooks are extern "C" at global scope
+namespace perftracker::preload::versioned {
 
-PERFTRACKER_HOOK cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** args,
-                                              size_t shared, cudaStream_t stream) {
-  const auto real = g_real[kLaunch].Get<LaunchFn>();
+template <int kNode>
+cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** args, size_t shared,
+                             cudaStream_t stream) {
+  const auto real = g_real(kNode, kLaunch).Need<LaunchFn>(__builtin_return_address(0));
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
-  if (!Tracing()) return real(func, grid, block, args, shared, stream);
+  if (!Tracing<kNode>()) return real(func, grid, block, args, shared, stream);
   return Launch(g_api_launch, __builtin_return_address(0), func, stream,
                 [&] { return real(func, grid, block, args, shared, stream); });
 }
 
-PERFTRACKER_HOOK cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 grid, dim3 block,
-                                                   void** args, size_t shared,
-                                                   cudaStream_t stream) {
-  const auto real = g_real[kLaunchPtsz].Get<LaunchFn>();
+template <int kNode>
+cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 grid, dim3 block, void** args,
+                                  size_t shared, cudaStream_t stream) {
+  const auto real = g_real(kNode, kLaunchPtsz).Need<LaunchFn>(__builtin_return_address(0));
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
-  if (!Tracing()) return real(func, grid, block, args, shared, stream);
+  if (!Tracing<kNode>()) return real(func, grid, block, args, shared, stream);
   return Launch(g_api_launch, __builtin_return_address(0), func, PerThread(stream),
                 [&] { return real(func, grid, block, args, shared, stream); });
 }
 
-PERFTRACKER_HOOK cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config,
-                                                 const void* func, void** args) {
-  const auto real = g_real[kLaunchEx].Get<LaunchExFn>();
+template <int kNode>
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
+  const auto real = g_real(kNode, kLaunchEx).Need<LaunchExFn>(__builtin_return_address(0));
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
-  if (!Tracing() || config == nullptr) return real(config, func, args);
+  if (!Tracing<kNode>() || config == nullptr) return real(config, func, args);
   return Launch(g_api_launch_ex, __builtin_return_address(0), func, config->stream,
                 [&] { return real(config, func, args); });
 }
 
-PERFTRACKER_HOOK cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config,
-                                                      const void* func, void** args) {
-  const auto real = g_real[kLaunchExPtsz].Get<LaunchExFn>();
+template <int kNode>
+cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func,
+                                     void** args) {
+  const auto real = g_real(kNode, kLaunchExPtsz).Need<LaunchExFn>(__builtin_return_address(0));
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
-  if (!Tracing() || config == nullptr) return real(config, func, args);
+  if (!Tracing<kNode>() || config == nullptr) return real(config, func, args);
   return Launch(g_api_launch_ex, __builtin_return_address(0), func, PerThread(config->stream),
                 [&] { return real(config, func, args); });
 }
 
-PERFTRACKER_HOOK cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 grid, dim3 block,
-                                                         void** args, size_t shared,
-                                                         cudaStream_t stream) {
-  const auto real = g_real[kCoop].Get<LaunchFn>();
+template <int kNode>
+cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 grid, dim3 block, void** args,
+                                        size_t shared, cudaStream_t stream) {
+  const auto real = g_real(kNode, kCoop).Need<LaunchFn>(__builtin_return_address(0));
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
-  if (!Tracing()) return real(func, grid, block, args, shared, stream);
+  if (!Tracing<kNode>()) return real(func, grid, block, args, shared, stream);
   return Launch(g_api_coop, __builtin_return_address(0), func, stream,
                 [&] { return real(func, grid, block, args, shared, stream); });
 }
 
-PERFTRACKER_HOOK cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 grid,
-                                                              dim3 block, void** args,
-                                                              size_t shared,
-                                                              cudaStream_t stream) {
-  const auto real = g_real[kCoopPtsz].Get<LaunchFn>();
+template <int kNode>
+cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 grid, dim3 block, void** args,
+                                             size_t shared, cudaStream_t stream) {
+  const auto real = g_real(kNode, kCoopPtsz).Need<LaunchFn>(__builtin_return_address(0));
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
-  if (!Tracing()) return real(func, grid, block, args, shared, stream);
+  if (!Tracing<kNode>()) return real(func, grid, block, args, shared, stream);
   return Launch(g_api_coop, __builtin_return_address(0), func, PerThread(stream),
                 [&] { return real(func, grid, block, args, shared, stream); });
 }
 
-PERFTRACKER_HOOK cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
-  const auto real = g_real[kGraph].Get<GraphLaunchFn>();
+template <int kNode>
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+  const auto real = g_real(kNode, kGraph).Need<GraphLaunchFn>(__builtin_return_address(0));
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
-  if (!Tracing()) return real(exec, stream);
+  if (!Tracing<kNode>()) return real(exec, stream);
   return GraphLaunch(__builtin_return_address(0), stream, [&] { return real(exec, stream); });
 }
 
-PERFTRACKER_HOOK cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t exec, cudaStream_t stream) {
-  const auto real = g_real[kGraphPtsz].Get<GraphLaunchFn>();
+template <int kNode>
+cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t exec, cudaStream_t stream) {
+  const auto real = g_real(kNode, kGraphPtsz).Need<GraphLaunchFn>(__builtin_return_address(0));
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
-  if (!Tracing()) return real(exec, stream);
+  if (!Tracing<kNode>()) return real(exec, stream);
   return GraphLaunch(__builtin_return_address(0), PerThread(stream),
                      [&] { return real(exec, stream); });
 }
+
+}  // namespace perftracker::preload::versioned
+
+PERFTRACKER_VERSIONED_HOOK(CUDART, cudaLaunchKernel)
+PERFTRACKER_VERSIONED_HOOK(CUDART, cudaLaunchKernel_ptsz)
+PERFTRACKER_VERSIONED_HOOK(CUDART, cudaLaunchKernelExC)
+PERFTRACKER_VERSIONED_HOOK(CUDART, cudaLaunchKernelExC_ptsz)
+PERFTRACKER_VERSIONED_HOOK(CUDART, cudaLaunchCooperativeKernel)
+PERFTRACKER_VERSIONED_HOOK(CUDART, cudaLaunchCooperativeKernel_ptsz)
+PERFTRACKER_VERSIONED_HOOK(CUDART, cudaGraphLaunch)
+PERFTRACKER_VERSIONED_HOOK(CUDART, cudaGraphLaunch_ptsz)

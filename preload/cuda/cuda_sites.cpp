@@ -97,14 +97,17 @@ void SetSampleEvery(uint32_t every) {
 }
 
 Slot ResolveKernelSlot(SiteEntry* e, const void* func) {
-  // Our cudaFuncGetName must not replace an error the application has yet to collect.
+  // Our cudaFuncGetName must not replace an error the application has yet to collect: asked
+  // only when none is pending, and never without a way to tell (a runtime lacking either
+  // function names its kernels by address, once).
   const auto peek = g_peek_error.Get<decltype(&cudaPeekAtLastError)>();
   const auto get_name = g_func_get_name.Get<decltype(&cudaFuncGetName)>();
-  if (peek == nullptr || peek() != cudaSuccess) return kNoSlot;
+  const bool ask = peek != nullptr && get_name != nullptr;
+  if (ask && peek() != cudaSuccess) return kNoSlot;  // asked again at the next launch
   const char* name = nullptr;
   char fallback[512];
-  if (get_name == nullptr || get_name(&name, func) != cudaSuccess || name == nullptr) {
-    if (get_name != nullptr) g_get_error.Get<decltype(&cudaGetLastError)>()();
+  if (!ask || get_name(&name, func) != cudaSuccess || name == nullptr) {
+    if (ask) g_get_error.Get<decltype(&cudaGetLastError)>()();
     fallback[0] = '\0';
     std::snprintf(fallback, sizeof fallback, "kernel ");
     DescribeAddress(func, fallback + 7, sizeof fallback - 7);

@@ -1,5 +1,6 @@
 // CUDA runtime hooks: host synchronization (all of its time is waiting), and events recorded
 // and waited on by streams (no host wait; counted so that a changed dependency pattern shows).
+#include "preload/core/versioned_entry.h"
 #include "preload/cuda/cuda_hook.h"
 
 namespace perftracker::preload {
@@ -9,18 +10,11 @@ using StreamWaitFn = cudaError_t (*)(cudaStream_t, cudaEvent_t, unsigned int);
 using EventRecordFn = cudaError_t (*)(cudaEvent_t, cudaStream_t);
 using EventRecordFlagsFn = cudaError_t (*)(cudaEvent_t, cudaStream_t, unsigned int);
 
-RealSymbol g_real[] = {
-    {"cudaStreamSynchronize", Library::kCudart},
-    {"cudaStreamSynchronize_ptsz", Library::kCudart},
-    {"cudaEventSynchronize", Library::kCudart},
-    {"cudaDeviceSynchronize", Library::kCudart},
-    {"cudaStreamWaitEvent", Library::kCudart},
-    {"cudaStreamWaitEvent_ptsz", Library::kCudart},
-    {"cudaEventRecord", Library::kCudart},
-    {"cudaEventRecord_ptsz", Library::kCudart},
-    {"cudaEventRecordWithFlags", Library::kCudart},
-    {"cudaEventRecordWithFlags_ptsz", Library::kCudart},
-};
+constinit RealSymbols g_real{
+    Library::kCudart,
+    {"cudaStreamSynchronize", "cudaStreamSynchronize_ptsz", "cudaEventSynchronize",
+     "cudaDeviceSynchronize", "cudaStreamWaitEvent", "cudaStreamWaitEvent_ptsz", "cudaEventRecord",
+     "cudaEventRecord_ptsz", "cudaEventRecordWithFlags", "cudaEventRecordWithFlags_ptsz"}};
 enum Real {
   kStreamSync,
   kStreamSyncPtsz,
@@ -40,7 +34,7 @@ ApiSlot g_api_device_sync{"cudaDeviceSynchronize", format::FunctionKind::kSync};
 ApiSlot g_api_wait_event{"cudaStreamWaitEvent", format::FunctionKind::kCudaApi};
 ApiSlot g_api_event_record{"cudaEventRecord", format::FunctionKind::kCudaApi};
 
-[[gnu::constructor]] void ResolveSync() { ResolveAll(g_real, std::size(g_real)); }
+[[gnu::constructor]] void ResolveSync() { ResolveAll(g_real); }
 
 template <typename Call>
 cudaError_t Record(ApiSlot& api, void* ret, bool blocking, Call call) {
@@ -54,84 +48,111 @@ cudaError_t Record(ApiSlot& api, void* ret, bool blocking, Call call) {
 }  // namespace
 }  // namespace perftracker::preload
 
-using namespace perftracker::preload;  // NOLINT: the hooks are extern "C" at global scope
+namespace perftracker::preload::versioned {
 
-PERFTRACKER_HOOK cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
-  const auto real = g_real[kStreamSync].Get<decltype(&cudaStreamSynchronize)>();
+template <int kNode>
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  const auto real = g_real(kNode, kStreamSync)
+                        .Need<decltype(&::cudaStreamSynchronize)>(__builtin_return_address(0));
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
-  if (!Tracing()) return real(stream);
+  if (!Tracing<kNode>()) return real(stream);
   return Record(g_api_stream_sync, __builtin_return_address(0), true, [&] { return real(stream); });
 }
 
-PERFTRACKER_HOOK cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream) {
-  const auto real = g_real[kStreamSyncPtsz].Get<decltype(&cudaStreamSynchronize)>();
+template <int kNode>
+cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream) {
+  const auto real = g_real(kNode, kStreamSyncPtsz)
+                        .Need<decltype(&::cudaStreamSynchronize)>(__builtin_return_address(0));
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
-  if (!Tracing()) return real(stream);
+  if (!Tracing<kNode>()) return real(stream);
   return Record(g_api_stream_sync, __builtin_return_address(0), true, [&] { return real(stream); });
 }
 
-PERFTRACKER_HOOK cudaError_t cudaEventSynchronize(cudaEvent_t event) {
-  const auto real = g_real[kEventSync].Get<decltype(&cudaEventSynchronize)>();
+template <int kNode>
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  const auto real = g_real(kNode, kEventSync)
+                        .Need<decltype(&::cudaEventSynchronize)>(__builtin_return_address(0));
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
-  if (!Tracing()) return real(event);
+  if (!Tracing<kNode>()) return real(event);
   return Record(g_api_event_sync, __builtin_return_address(0), true, [&] { return real(event); });
 }
 
-PERFTRACKER_HOOK cudaError_t cudaDeviceSynchronize() {
-  const auto real = g_real[kDeviceSync].Get<decltype(&cudaDeviceSynchronize)>();
+template <int kNode>
+cudaError_t cudaDeviceSynchronize() {
+  const auto real = g_real(kNode, kDeviceSync)
+                        .Need<decltype(&::cudaDeviceSynchronize)>(__builtin_return_address(0));
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
-  if (!Tracing()) return real();
+  if (!Tracing<kNode>()) return real();
   return Record(g_api_device_sync, __builtin_return_address(0), true, [&] { return real(); });
 }
 
-PERFTRACKER_HOOK cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
-                                                 unsigned int flags) {
-  const auto real = g_real[kWaitEvent].Get<StreamWaitFn>();
+template <int kNode>
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
+  const auto real = g_real(kNode, kWaitEvent).Need<StreamWaitFn>(__builtin_return_address(0));
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
-  if (!Tracing()) return real(stream, event, flags);
+  if (!Tracing<kNode>()) return real(stream, event, flags);
   return Record(g_api_wait_event, __builtin_return_address(0), false,
                 [&] { return real(stream, event, flags); });
 }
 
-PERFTRACKER_HOOK cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event,
-                                                      unsigned int flags) {
-  const auto real = g_real[kWaitEventPtsz].Get<StreamWaitFn>();
+template <int kNode>
+cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
+  const auto real = g_real(kNode, kWaitEventPtsz).Need<StreamWaitFn>(__builtin_return_address(0));
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
-  if (!Tracing()) return real(stream, event, flags);
+  if (!Tracing<kNode>()) return real(stream, event, flags);
   return Record(g_api_wait_event, __builtin_return_address(0), false,
                 [&] { return real(stream, event, flags); });
 }
 
-PERFTRACKER_HOOK cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
-  const auto real = g_real[kEventRecord].Get<EventRecordFn>();
+template <int kNode>
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  const auto real = g_real(kNode, kEventRecord).Need<EventRecordFn>(__builtin_return_address(0));
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
-  if (!Tracing()) return real(event, stream);
+  if (!Tracing<kNode>()) return real(event, stream);
   return Record(g_api_event_record, __builtin_return_address(0), false,
                 [&] { return real(event, stream); });
 }
 
-PERFTRACKER_HOOK cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream) {
-  const auto real = g_real[kEventRecordPtsz].Get<EventRecordFn>();
+template <int kNode>
+cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream) {
+  const auto real =
+      g_real(kNode, kEventRecordPtsz).Need<EventRecordFn>(__builtin_return_address(0));
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
-  if (!Tracing()) return real(event, stream);
+  if (!Tracing<kNode>()) return real(event, stream);
   return Record(g_api_event_record, __builtin_return_address(0), false,
                 [&] { return real(event, stream); });
 }
 
-PERFTRACKER_HOOK cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream,
-                                                      unsigned int flags) {
-  const auto real = g_real[kEventRecordFlags].Get<EventRecordFlagsFn>();
+template <int kNode>
+cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags) {
+  const auto real =
+      g_real(kNode, kEventRecordFlags).Need<EventRecordFlagsFn>(__builtin_return_address(0));
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
-  if (!Tracing()) return real(event, stream, flags);
+  if (!Tracing<kNode>()) return real(event, stream, flags);
   return Record(g_api_event_record, __builtin_return_address(0), false,
                 [&] { return real(event, stream, flags); });
 }
 
-PERFTRACKER_HOOK cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream,
-                                                           unsigned int flags) {
-  const auto real = g_real[kEventRecordFlagsPtsz].Get<EventRecordFlagsFn>();
+template <int kNode>
+cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream,
+                                          unsigned int flags) {
+  const auto real =
+      g_real(kNode, kEventRecordFlagsPtsz).Need<EventRecordFlagsFn>(__builtin_return_address(0));
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
-  if (!Tracing()) return real(event, stream, flags);
+  if (!Tracing<kNode>()) return real(event, stream, flags);
   return Record(g_api_event_record, __builtin_return_address(0), false,
                 [&] { return real(event, stream, flags); });
 }
+
+}  // namespace perftracker::preload::versioned
+
+PERFTRACKER_VERSIONED_HOOK(CUDART, cudaStreamSynchronize)
+PERFTRACKER_VERSIONED_HOOK(CUDART, cudaStreamSynchronize_ptsz)
+PERFTRACKER_VERSIONED_HOOK(CUDART, cudaEventSynchronize)
+PERFTRACKER_VERSIONED_HOOK(CUDART, cudaDeviceSynchronize)
+PERFTRACKER_VERSIONED_HOOK(CUDART, cudaStreamWaitEvent)
+PERFTRACKER_VERSIONED_HOOK(CUDART, cudaStreamWaitEvent_ptsz)
+PERFTRACKER_VERSIONED_HOOK(CUDART, cudaEventRecord)
+PERFTRACKER_VERSIONED_HOOK(CUDART, cudaEventRecord_ptsz)
+PERFTRACKER_VERSIONED_HOOK(CUDART, cudaEventRecordWithFlags)
+PERFTRACKER_VERSIONED_HOOK(CUDART, cudaEventRecordWithFlags_ptsz)

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "preload/core/log.h"
+#include "preload/core/versioned_entry.h"
 #include "preload/driver/driver_tier.h"
 
 // Read by the assembly entry (plain loads; written once before the tier starts, atomically).
@@ -53,11 +54,11 @@ DlsymFn Real() {
 void* RealDlsym(void* handle, const char* name) { return Real()(handle, name); }
 
 void EnableDlsymInterposition() {
-#if defined(__x86_64__)
+#if defined(__x86_64__) || defined(__aarch64__)
   Real();
   __atomic_store_n(&perftracker_dlsym_hooked, 1, __ATOMIC_RELEASE);
 #else
-  Disable("the dlsym entry is implemented for x86-64 only");
+  Disable("the dlsym entry is implemented for x86-64 and aarch64 only");
 #endif
 }
 
@@ -88,14 +89,20 @@ extern "C" [[gnu::visibility("hidden"), gnu::used]] DlsymDecision perftracker_dl
   return {nullptr, pd::WrapDriverSymbol(name, real)};
 }
 
+// Exported as dlsym@<base> and dlsym@@GLIBC_2.34 (exports.map.in), the versions programs
+// reference.
+#define PT_DLSYM_VERSIONS                                                   \
+  ".symver perftracker_dlsym_entry, dlsym@" PERFTRACKER_GLIBC_BASE "\n"   \
+  ".symver perftracker_dlsym_entry, dlsym@@GLIBC_2.34\n"
+
 #if defined(__x86_64__)
 // dlsym(handle, name): rdi, rsi. Tail jumps keep the caller's return address on the stack.
 __asm__(R"(
   .text
-  .globl dlsym
-  .type dlsym, @function
+  .globl perftracker_dlsym_entry
+  .type perftracker_dlsym_entry, @function
   .p2align 4
-dlsym:
+perftracker_dlsym_entry:
   .cfi_startproc
   endbr64
   movq perftracker_dlsym_real(%rip), %rax
@@ -125,6 +132,52 @@ dlsym:
   movq %rdx, %rax
   ret
   .cfi_endproc
-  .size dlsym, .-dlsym
-)");
+  .size perftracker_dlsym_entry, .-perftracker_dlsym_entry
+)" PT_DLSYM_VERSIONS);
+#elif defined(__aarch64__)
+// dlsym(handle, name): x0, x1; the decision comes back in x0 (jump) and x1 (value). Branches,
+// not calls, keep the caller's link register for glibc.
+__asm__(R"(
+  .text
+  .globl perftracker_dlsym_entry
+  .type perftracker_dlsym_entry, %function
+  .p2align 4
+perftracker_dlsym_entry:
+  .cfi_startproc
+  hint 34
+  adrp x16, perftracker_dlsym_real
+  ldr x16, [x16, :lo12:perftracker_dlsym_real]
+  cbz x16, 1f
+  adrp x17, perftracker_dlsym_hooked
+  ldrb w17, [x17, :lo12:perftracker_dlsym_hooked]
+  cbnz w17, 1f
+  br x16
+1:
+  stp x29, x30, [sp, -32]!
+  .cfi_def_cfa_offset 32
+  .cfi_offset 29, -32
+  .cfi_offset 30, -24
+  mov x29, sp
+  stp x0, x1, [sp, 16]
+  bl perftracker_dlsym_slow
+  cbz x0, 2f
+  mov x16, x0
+  ldp x0, x1, [sp, 16]
+  ldp x29, x30, [sp], 32
+  .cfi_remember_state
+  .cfi_restore 30
+  .cfi_restore 29
+  .cfi_def_cfa_offset 0
+  br x16
+2:
+  .cfi_restore_state
+  mov x0, x1
+  ldp x29, x30, [sp], 32
+  .cfi_restore 30
+  .cfi_restore 29
+  .cfi_def_cfa_offset 0
+  ret
+  .cfi_endproc
+  .size perftracker_dlsym_entry, .-perftracker_dlsym_entry
+)" PT_DLSYM_VERSIONS);
 #endif

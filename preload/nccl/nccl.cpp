@@ -52,12 +52,13 @@ void FinishTimer(int32_t timer, cudaStream_t stream, const TimerTarget& target) 
 
 // One collective or p2p call of `count` elements of `type`, forwarded by `call`.
 template <typename Call>
-ncclResult_t Collective(Op op, const char* name, size_t count, ncclDataType_t type, int peer,
-                        ncclComm_t comm, cudaStream_t stream, Call call) {
+ncclResult_t Collective(const void* caller, Op op, const char* name, size_t count,
+                        ncclDataType_t type, int peer, ncclComm_t comm, cudaStream_t stream,
+                        Call call) {
   HookScope scope;
   CommEntry* entry = FindComm(comm);
   if (entry == nullptr) return call();
-  const Slot slot = EnsureIdentity(entry, comm)
+  const Slot slot = EnsureIdentity(entry, comm, caller)
                         ? CollectiveSlot(entry, op, peer, count * DtypeBytes(type), name)
                         : kNoSlot;
   // Captured ops run at graph launch: no events then (a collective without device time is
@@ -85,113 +86,118 @@ using namespace perftracker::preload;  // NOLINT: the hooks are extern "C" at gl
 PERFTRACKER_HOOK ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count,
                                             ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
                                             cudaStream_t stream) {
-  const auto real = g_real[kAllReduce].Get<decltype(&ncclAllReduce)>();
+  const auto real = g_real[kAllReduce].Need<decltype(&ncclAllReduce)>(__builtin_return_address(0));
   if (real == nullptr) return ncclSystemError;
   if (!NcclTracing()) return real(send, recv, count, type, op, comm, stream);
-  return Collective(Op::kAllReduce, "ncclAllReduce", count, type, -1, comm, stream,
-                    [&] { return real(send, recv, count, type, op, comm, stream); });
+  return Collective(__builtin_return_address(0), Op::kAllReduce, "ncclAllReduce", count, type, -1,
+                    comm, stream, [&] { return real(send, recv, count, type, op, comm, stream); });
 }
 
 // AllGather's count is what each rank sends; the bytes of the pattern are the same.
 PERFTRACKER_HOOK ncclResult_t ncclAllGather(const void* send, void* recv, size_t count,
                                             ncclDataType_t type, ncclComm_t comm,
                                             cudaStream_t stream) {
-  const auto real = g_real[kAllGather].Get<decltype(&ncclAllGather)>();
+  const auto real = g_real[kAllGather].Need<decltype(&ncclAllGather)>(__builtin_return_address(0));
   if (real == nullptr) return ncclSystemError;
   if (!NcclTracing()) return real(send, recv, count, type, comm, stream);
-  return Collective(Op::kAllGather, "ncclAllGather", count, type, -1, comm, stream,
-                    [&] { return real(send, recv, count, type, comm, stream); });
+  return Collective(__builtin_return_address(0), Op::kAllGather, "ncclAllGather", count, type, -1,
+                    comm, stream, [&] { return real(send, recv, count, type, comm, stream); });
 }
 
 PERFTRACKER_HOOK ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t count,
                                                 ncclDataType_t type, ncclRedOp_t op,
                                                 ncclComm_t comm, cudaStream_t stream) {
-  const auto real = g_real[kReduceScatter].Get<decltype(&ncclReduceScatter)>();
+  const auto real =
+      g_real[kReduceScatter].Need<decltype(&ncclReduceScatter)>(__builtin_return_address(0));
   if (real == nullptr) return ncclSystemError;
   if (!NcclTracing()) return real(send, recv, count, type, op, comm, stream);
-  return Collective(Op::kReduceScatter, "ncclReduceScatter", count, type, -1, comm, stream,
+  return Collective(__builtin_return_address(0), Op::kReduceScatter, "ncclReduceScatter", count,
+                    type, -1, comm, stream,
                     [&] { return real(send, recv, count, type, op, comm, stream); });
 }
 
 PERFTRACKER_HOOK ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count,
                                             ncclDataType_t type, int root, ncclComm_t comm,
                                             cudaStream_t stream) {
-  const auto real = g_real[kBroadcast].Get<decltype(&ncclBroadcast)>();
+  const auto real = g_real[kBroadcast].Need<decltype(&ncclBroadcast)>(__builtin_return_address(0));
   if (real == nullptr) return ncclSystemError;
   if (!NcclTracing()) return real(send, recv, count, type, root, comm, stream);
-  return Collective(Op::kBroadcast, "ncclBroadcast", count, type, root, comm, stream,
+  return Collective(__builtin_return_address(0), Op::kBroadcast, "ncclBroadcast", count, type, root,
+                    comm, stream,
                     [&] { return real(send, recv, count, type, root, comm, stream); });
 }
 
 PERFTRACKER_HOOK ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t type, int root,
                                         ncclComm_t comm, cudaStream_t stream) {
-  const auto real = g_real[kBcast].Get<decltype(&ncclBcast)>();
+  const auto real = g_real[kBcast].Need<decltype(&ncclBcast)>(__builtin_return_address(0));
   if (real == nullptr) return ncclSystemError;
   if (!NcclTracing()) return real(buff, count, type, root, comm, stream);
-  return Collective(Op::kBroadcast, "ncclBcast", count, type, root, comm, stream,
-                    [&] { return real(buff, count, type, root, comm, stream); });
+  return Collective(__builtin_return_address(0), Op::kBroadcast, "ncclBcast", count, type, root,
+                    comm, stream, [&] { return real(buff, count, type, root, comm, stream); });
 }
 
 PERFTRACKER_HOOK ncclResult_t ncclReduce(const void* send, void* recv, size_t count,
                                          ncclDataType_t type, ncclRedOp_t op, int root,
                                          ncclComm_t comm, cudaStream_t stream) {
-  const auto real = g_real[kReduce].Get<decltype(&ncclReduce)>();
+  const auto real = g_real[kReduce].Need<decltype(&ncclReduce)>(__builtin_return_address(0));
   if (real == nullptr) return ncclSystemError;
   if (!NcclTracing()) return real(send, recv, count, type, op, root, comm, stream);
-  return Collective(Op::kReduce, "ncclReduce", count, type, root, comm, stream,
-                    [&] { return real(send, recv, count, type, op, root, comm, stream); });
+  return Collective(__builtin_return_address(0), Op::kReduce, "ncclReduce", count, type, root, comm,
+                    stream, [&] { return real(send, recv, count, type, op, root, comm, stream); });
 }
 
 PERFTRACKER_HOOK ncclResult_t ncclAlltoAll(const void* send, void* recv, size_t count,
                                            ncclDataType_t type, ncclComm_t comm,
                                            cudaStream_t stream) {
-  const auto real = g_real[kAlltoAll].Get<decltype(&ncclAlltoAll)>();
+  const auto real = g_real[kAlltoAll].Need<decltype(&ncclAlltoAll)>(__builtin_return_address(0));
   if (real == nullptr) return ncclSystemError;
   if (!NcclTracing()) return real(send, recv, count, type, comm, stream);
-  return Collective(Op::kAllToAll, "ncclAlltoAll", count, type, -1, comm, stream,
-                    [&] { return real(send, recv, count, type, comm, stream); });
+  return Collective(__builtin_return_address(0), Op::kAllToAll, "ncclAlltoAll", count, type, -1,
+                    comm, stream, [&] { return real(send, recv, count, type, comm, stream); });
 }
 
 PERFTRACKER_HOOK ncclResult_t ncclGather(const void* send, void* recv, size_t count,
                                          ncclDataType_t type, int root, ncclComm_t comm,
                                          cudaStream_t stream) {
-  const auto real = g_real[kGather].Get<decltype(&ncclGather)>();
+  const auto real = g_real[kGather].Need<decltype(&ncclGather)>(__builtin_return_address(0));
   if (real == nullptr) return ncclSystemError;
   if (!NcclTracing()) return real(send, recv, count, type, root, comm, stream);
-  return Collective(Op::kGather, "ncclGather", count, type, root, comm, stream,
-                    [&] { return real(send, recv, count, type, root, comm, stream); });
+  return Collective(__builtin_return_address(0), Op::kGather, "ncclGather", count, type, root, comm,
+                    stream, [&] { return real(send, recv, count, type, root, comm, stream); });
 }
 
 PERFTRACKER_HOOK ncclResult_t ncclScatter(const void* send, void* recv, size_t count,
                                           ncclDataType_t type, int root, ncclComm_t comm,
                                           cudaStream_t stream) {
-  const auto real = g_real[kScatter].Get<decltype(&ncclScatter)>();
+  const auto real = g_real[kScatter].Need<decltype(&ncclScatter)>(__builtin_return_address(0));
   if (real == nullptr) return ncclSystemError;
   if (!NcclTracing()) return real(send, recv, count, type, root, comm, stream);
-  return Collective(Op::kScatter, "ncclScatter", count, type, root, comm, stream,
+  return Collective(__builtin_return_address(0), Op::kScatter, "ncclScatter", count, type, root,
+                    comm, stream,
                     [&] { return real(send, recv, count, type, root, comm, stream); });
 }
 
 PERFTRACKER_HOOK ncclResult_t ncclSend(const void* send, size_t count, ncclDataType_t type,
                                        int peer, ncclComm_t comm, cudaStream_t stream) {
-  const auto real = g_real[kSend].Get<decltype(&ncclSend)>();
+  const auto real = g_real[kSend].Need<decltype(&ncclSend)>(__builtin_return_address(0));
   if (real == nullptr) return ncclSystemError;
   if (!NcclTracing()) return real(send, count, type, peer, comm, stream);
-  return Collective(Op::kSend, "ncclSend", count, type, peer, comm, stream,
-                    [&] { return real(send, count, type, peer, comm, stream); });
+  return Collective(__builtin_return_address(0), Op::kSend, "ncclSend", count, type, peer, comm,
+                    stream, [&] { return real(send, count, type, peer, comm, stream); });
 }
 
 PERFTRACKER_HOOK ncclResult_t ncclRecv(void* recv, size_t count, ncclDataType_t type, int peer,
                                        ncclComm_t comm, cudaStream_t stream) {
-  const auto real = g_real[kRecv].Get<decltype(&ncclRecv)>();
+  const auto real = g_real[kRecv].Need<decltype(&ncclRecv)>(__builtin_return_address(0));
   if (real == nullptr) return ncclSystemError;
   if (!NcclTracing()) return real(recv, count, type, peer, comm, stream);
-  return Collective(Op::kRecv, "ncclRecv", count, type, peer, comm, stream,
-                    [&] { return real(recv, count, type, peer, comm, stream); });
+  return Collective(__builtin_return_address(0), Op::kRecv, "ncclRecv", count, type, peer, comm,
+                    stream, [&] { return real(recv, count, type, peer, comm, stream); });
 }
 
 PERFTRACKER_HOOK ncclResult_t ncclGroupStart() {
-  const auto real = g_real[kGroupStart].Get<decltype(&ncclGroupStart)>();
+  const auto real =
+      g_real[kGroupStart].Need<decltype(&ncclGroupStart)>(__builtin_return_address(0));
   if (real == nullptr) return ncclSystemError;
   const ncclResult_t rc = real();
   if (rc == ncclSuccess && NcclTracing()) ++t_group.depth;
@@ -199,7 +205,7 @@ PERFTRACKER_HOOK ncclResult_t ncclGroupStart() {
 }
 
 PERFTRACKER_HOOK ncclResult_t ncclGroupEnd() {
-  const auto real = g_real[kGroupEnd].Get<decltype(&ncclGroupEnd)>();
+  const auto real = g_real[kGroupEnd].Need<decltype(&ncclGroupEnd)>(__builtin_return_address(0));
   if (real == nullptr) return ncclSystemError;
   const ncclResult_t rc = real();
   if (t_group.depth == 0 || --t_group.depth > 0) return rc;

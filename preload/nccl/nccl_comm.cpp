@@ -65,7 +65,8 @@ using namespace perftracker::preload;  // NOLINT: the hooks are extern "C" at gl
 
 PERFTRACKER_HOOK ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id,
                                                int rank) {
-  const auto real = g_real[kInitRank].Get<decltype(&ncclCommInitRank)>();
+  const auto real =
+      g_real[kInitRank].Need<decltype(&ncclCommInitRank)>(__builtin_return_address(0));
   if (real == nullptr) return ncclSystemError;
   if (!NcclTracing()) return real(comm, nranks, id, rank);
   const ncclResult_t rc = Timed(g_api_init, [&] { return real(comm, nranks, id, rank); });
@@ -76,7 +77,8 @@ PERFTRACKER_HOOK ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncc
 PERFTRACKER_HOOK ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks,
                                                      ncclUniqueId id, int rank,
                                                      ncclConfig_t* config) {
-  const auto real = g_real[kInitRankConfig].Get<decltype(&ncclCommInitRankConfig)>();
+  const auto real =
+      g_real[kInitRankConfig].Need<decltype(&ncclCommInitRankConfig)>(__builtin_return_address(0));
   if (real == nullptr) return ncclSystemError;
   if (!NcclTracing()) return real(comm, nranks, id, rank, config);
   const ncclResult_t rc =
@@ -88,7 +90,8 @@ PERFTRACKER_HOOK ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nrank
 PERFTRACKER_HOOK ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank,
                                                        int n_ids, ncclUniqueId* ids,
                                                        ncclConfig_t* config) {
-  const auto real = g_real[kInitScalable].Get<decltype(&ncclCommInitRankScalable)>();
+  const auto real =
+      g_real[kInitScalable].Need<decltype(&ncclCommInitRankScalable)>(__builtin_return_address(0));
   if (real == nullptr) return ncclSystemError;
   if (!NcclTracing()) return real(comm, nranks, rank, n_ids, ids, config);
   const ncclResult_t rc =
@@ -101,7 +104,7 @@ PERFTRACKER_HOOK ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int nra
 
 // One process, several devices: the clique never meets other processes, any shared id will do.
 PERFTRACKER_HOOK ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
-  const auto real = g_real[kInitAll].Get<decltype(&ncclCommInitAll)>();
+  const auto real = g_real[kInitAll].Need<decltype(&ncclCommInitAll)>(__builtin_return_address(0));
   if (real == nullptr) return ncclSystemError;
   if (!NcclTracing()) return real(comms, ndev, devlist);
   const ncclResult_t rc = Timed(g_api_init_all, [&] { return real(comms, ndev, devlist); });
@@ -115,7 +118,7 @@ PERFTRACKER_HOOK ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const
 
 PERFTRACKER_HOOK ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
                                             ncclComm_t* newcomm, ncclConfig_t* config) {
-  const auto real = g_real[kSplit].Get<decltype(&ncclCommSplit)>();
+  const auto real = g_real[kSplit].Need<decltype(&ncclCommSplit)>(__builtin_return_address(0));
   if (real == nullptr) return ncclSystemError;
   if (!NcclTracing()) return real(comm, color, key, newcomm, config);
   // Counted before the call, on every rank, NOCOLOR included: all ranks number splits alike.
@@ -129,7 +132,7 @@ PERFTRACKER_HOOK ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
 PERFTRACKER_HOOK ncclResult_t ncclCommShrink(ncclComm_t comm, int* exclude, int n_exclude,
                                              ncclComm_t* newcomm, ncclConfig_t* config,
                                              int flags) {
-  const auto real = g_real[kShrink].Get<ShrinkFn>();
+  const auto real = g_real[kShrink].Need<ShrinkFn>(__builtin_return_address(0));
   if (real == nullptr) return ncclSystemError;
   if (!NcclTracing()) return real(comm, exclude, n_exclude, newcomm, config, flags);
   const uint64_t id = ChildId(comm, "shrink", n_exclude);
@@ -140,14 +143,15 @@ PERFTRACKER_HOOK ncclResult_t ncclCommShrink(ncclComm_t comm, int* exclude, int 
 }
 
 PERFTRACKER_HOOK ncclResult_t ncclCommFinalize(ncclComm_t comm) {
-  const auto real = g_real[kFinalize].Get<decltype(&ncclCommFinalize)>();
+  const auto real =
+      g_real[kFinalize].Need<decltype(&ncclCommFinalize)>(__builtin_return_address(0));
   if (real == nullptr) return ncclSystemError;
   if (!NcclTracing()) return real(comm);
   return Timed(g_api_finalize, [&] { return real(comm); });
 }
 
 PERFTRACKER_HOOK ncclResult_t ncclCommDestroy(ncclComm_t comm) {
-  const auto real = g_real[kDestroy].Get<decltype(&ncclCommDestroy)>();
+  const auto real = g_real[kDestroy].Need<decltype(&ncclCommDestroy)>(__builtin_return_address(0));
   if (real == nullptr) return ncclSystemError;
   if (!NcclTracing()) return real(comm);
   ForgetComm(comm);
@@ -155,7 +159,7 @@ PERFTRACKER_HOOK ncclResult_t ncclCommDestroy(ncclComm_t comm) {
 }
 
 PERFTRACKER_HOOK ncclResult_t ncclCommAbort(ncclComm_t comm) {
-  const auto real = g_real[kAbort].Get<decltype(&ncclCommAbort)>();
+  const auto real = g_real[kAbort].Need<decltype(&ncclCommAbort)>(__builtin_return_address(0));
   if (real == nullptr) return ncclSystemError;
   if (!NcclTracing()) return real(comm);
   ForgetComm(comm);

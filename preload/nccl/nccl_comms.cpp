@@ -76,10 +76,10 @@ CommEntry* FindComm(ncclComm_t comm) {
   return comm == nullptr ? nullptr : RegisterLate(comm);
 }
 
-bool EnsureIdentity(CommEntry* e, ncclComm_t comm) {
+bool EnsureIdentity(CommEntry* e, ncclComm_t comm, const void* caller) {
   if (e->identity_known.load(std::memory_order_acquire)) [[likely]] return true;
-  const auto count = g_comm_count.Get<decltype(&ncclCommCount)>();
-  const auto user_rank = g_comm_user_rank.Get<decltype(&ncclCommUserRank)>();
+  const auto count = g_comm_count.Get<decltype(&ncclCommCount)>(caller);
+  const auto user_rank = g_comm_user_rank.Get<decltype(&ncclCommUserRank)>(caller);
   int size = 0, rank = 0;
   if (count == nullptr || user_rank == nullptr || count(comm, &size) != ncclSuccess ||
       user_rank(comm, &rank) != ncclSuccess) {

@@ -43,7 +43,7 @@ void ForgetComm(ncclComm_t comm);
 CommEntry* FindComm(ncclComm_t comm);
 // Fills size/rank through ncclCommCount/ncclCommUserRank if not yet known. False while NCCL
 // cannot tell (a non-blocking communicator still initializing).
-bool EnsureIdentity(CommEntry* entry, ncclComm_t comm);
+bool EnsureIdentity(CommEntry* entry, ncclComm_t comm, const void* caller);
 
 // The collective pattern slot of (communicator, op, peer, bytes), interned once.
 Slot CollectiveSlot(CommEntry* entry, format::CollectiveOp op, int32_t peer, uint64_t bytes,

@@ -19,6 +19,8 @@
 #include "preload/core/config.h"
 #include "preload/core/log.h"
 #include "preload/core/py_mode.h"
+#include "preload/core/symbols.h"
+#include "preload/core/versioned_entry.h"
 #include "preload/python/cpython_internal.h"
 
 namespace perftracker::preload::cpython {
@@ -254,6 +256,9 @@ void* Watch(void*) {
 // the interposer must not be the caller: an assembly entry runs the pre-hook, then tail-jumps
 // to the real dlopen with the caller's return address still on the stack.
 extern "C" [[gnu::visibility("hidden"), gnu::used]] void* perftracker_dlopen_prehook() {
+  // Before the load, as the entry never sees it end: a lookup racing with the load itself may
+  // record a miss that lasts until the next dlopen (symbols.h).
+  NoteLibraryLoad();
   if (g_real_dlopen == nullptr) {  // a constructor of an earlier object called dlopen
     g_real_dlopen = reinterpret_cast<DlopenFn>(dlsym(RTLD_NEXT, "dlopen"));
   }
@@ -266,15 +271,22 @@ extern "C" [[gnu::visibility("hidden"), gnu::used]] void* perftracker_dlopen_pre
 
 }  // namespace perftracker::preload::cpython
 
+// The entry is exported as dlopen@<base> and dlopen@@GLIBC_2.34 (exports.map.in): programs
+// reference glibc's dlopen by version, and an unversioned definition would not be theirs to bind.
+#define PT_DLOPEN_VERSIONS                                                     \
+  ".symver perftracker_dlopen_entry, dlopen@" PERFTRACKER_GLIBC_BASE "\n"    \
+  ".symver perftracker_dlopen_entry, dlopen@@GLIBC_2.34\n"
+
 #if defined(__x86_64__)
 // Saves the two argument registers, keeps the stack 16-byte aligned across the call, and jumps
 // to the address the pre-hook returns.
 asm(R"(
   .text
-  .globl dlopen
-  .type dlopen, @function
-dlopen:
+  .globl perftracker_dlopen_entry
+  .type perftracker_dlopen_entry, @function
+perftracker_dlopen_entry:
   .cfi_startproc
+  endbr64
   pushq %rdi
   .cfi_adjust_cfa_offset 8
   pushq %rsi
@@ -290,9 +302,37 @@ dlopen:
   .cfi_adjust_cfa_offset -8
   jmp *%rax
   .cfi_endproc
-  .size dlopen, .-dlopen
-)");
+  .size perftracker_dlopen_entry, .-perftracker_dlopen_entry
+)" PT_DLOPEN_VERSIONS);
+#elif defined(__aarch64__)
+// Saves the argument registers and the link register across the call, restores the caller's
+// link register, and branches (not calls) to the address the pre-hook returns.
+asm(R"(
+  .text
+  .globl perftracker_dlopen_entry
+  .type perftracker_dlopen_entry, %function
+  .p2align 4
+perftracker_dlopen_entry:
+  .cfi_startproc
+  hint 34
+  stp x29, x30, [sp, -32]!
+  .cfi_def_cfa_offset 32
+  .cfi_offset 29, -32
+  .cfi_offset 30, -24
+  mov x29, sp
+  stp x0, x1, [sp, 16]
+  bl perftracker_dlopen_prehook
+  mov x16, x0
+  ldp x0, x1, [sp, 16]
+  ldp x29, x30, [sp], 32
+  .cfi_restore 30
+  .cfi_restore 29
+  .cfi_def_cfa_offset 0
+  br x16
+  .cfi_endproc
+  .size perftracker_dlopen_entry, .-perftracker_dlopen_entry
+)" PT_DLOPEN_VERSIONS);
 #else
-// Elsewhere there is no dlopen entry yet (it must be a tail jump, see above): the pending-call
-// path alone installs the hooks.
+// Elsewhere there is no dlopen entry (it must be a tail jump, see above): the pending-call path
+// alone installs the hooks.
 #endif

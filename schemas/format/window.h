@@ -141,6 +141,7 @@ struct Window {
   bool detailed = false;  // Python functions in detailed mode (PERFTRACKER_MODE)
   bool critical_path = false;  // functions carry critical_ns (FORMAT.md)
   uint64_t device_idle_ns = 0;
+  uint32_t cuda_runtimes = 0;  // bit 0 the default runtime entry, bits 1-3 CUDA 11, 12, 13
   bool operator==(const Window&) const = default;
 };
 

@@ -1,6 +1,8 @@
 // A do-nothing CUDA runtime for hook_bench: every call returns at once, so the benchmark sees the
 // cost of the hook itself rather than the (microseconds of) real launch work. Built once more
-// with PT_STUB_QUERY_HANGS for the exit tests (a GPU that never answers).
+// with PT_STUB_QUERY_HANGS for the exit tests (a GPU that never answers), and with
+// PT_STUB_MINIMAL for a runtime that lacks every optional function the hooks call on their own
+// (names, errors, timing events, capture state): the hooks must not look them up per call.
 #include <cuda_runtime_api.h>
 #include <unistd.h>
 
@@ -9,16 +11,23 @@ extern "C" {
 cudaError_t cudaLaunchKernel(const void*, dim3, dim3, void**, size_t, cudaStream_t) {
   return cudaSuccess;
 }
-cudaError_t cudaFuncGetName(const char** name, const void*) {
-  *name = "bench_kernel";
-  return cudaSuccess;
-}
 cudaError_t cudaRuntimeGetVersion(int* version) {
   *version = 13000;
   return cudaSuccess;
 }
-cudaError_t cudaPeekAtLastError() { return cudaSuccess; }
 cudaError_t cudaGetLastError() { return cudaSuccess; }
+cudaError_t cudaMemcpyAsync(void*, const void*, size_t, cudaMemcpyKind, cudaStream_t) {
+  return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+
+#ifndef PT_STUB_MINIMAL
+cudaError_t cudaFuncGetName(const char** name, const void*) {
+  *name = "bench_kernel";
+  return cudaSuccess;
+}
+cudaError_t cudaPeekAtLastError() { return cudaSuccess; }
 cudaError_t cudaGetDevice(int* device) {
   *device = 0;
   return cudaSuccess;
@@ -46,10 +55,6 @@ cudaError_t cudaStreamIsCapturing(cudaStream_t, cudaStreamCaptureStatus* status)
   return cudaSuccess;
 }
 cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode*) { return cudaSuccess; }
-cudaError_t cudaMemcpyAsync(void*, const void*, size_t, cudaMemcpyKind, cudaStream_t) {
-  return cudaSuccess;
-}
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+#endif  // PT_STUB_MINIMAL
 
 }  // extern "C"

@@ -56,6 +56,7 @@ void Add(Totals& t, const format::FunctionPattern& f) {
 void AddWindow(const format::Window& w, RankSummary& s) {
   ++s.windows;
   s.dropped += w.health.dropped_events;
+  s.cuda_runtimes |= w.cuda_runtimes;
   for (const format::FunctionPattern& f : w.functions) {
     if (f.kind == format::FunctionKind::kKernel) Add(s.kernels[f.name], f);
     if (f.kind == format::FunctionKind::kPyNative && f.parent >= 0) {

@@ -40,6 +40,7 @@ struct RankSummary {
   std::map<std::pair<uint64_t, std::string>, CollectiveTotals> collectives;  // (comm, name)
   std::optional<format::LiveState> live;
   uint64_t windows = 0;
+  uint32_t cuda_runtimes = 0;    // the windows' cuda_runtimes, or-ed
   uint64_t dropped = 0;          // events dropped by full per-thread buffers (health)
   uint64_t records_skipped = 0;  // damaged or undecodable records
   // Sum of `top` counts over names starting with `prefix`.
