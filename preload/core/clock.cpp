@@ -21,10 +21,11 @@ struct TscConversion {
   uint64_t mult;  // ns per tick, as a 32.32 fixed-point number
 };
 
-TscConversion g_conversion;
+// x86-64 only: elsewhere NowNs is the vDSO clock.
+[[maybe_unused]] TscConversion g_conversion;
 std::atomic<bool> g_tsc_ready{false};
 
-bool InvariantTsc() {
+[[maybe_unused]] bool InvariantTsc() {
 #if defined(__x86_64__)
   FILE* f = std::fopen("/proc/cpuinfo", "r");
   if (f == nullptr) return false;
