@@ -95,7 +95,9 @@ bool EnsureEvents(Entry& e, int device) {
 }
 
 void Report(const TimerTarget& t, uint64_t ns) {
-  if (t.kind == TimerTarget::Kind::kCollective) {
+  if (t.kind == TimerTarget::Kind::kCollectiveProgress) {
+    RecordCollectiveDone(t.slot, t.seq, 0);
+  } else if (t.kind == TimerTarget::Kind::kCollective) {
     RecordCollectiveDone(t.slot, t.seq, ns);
   } else {
     RecordDeviceTime(t.slot, ns);

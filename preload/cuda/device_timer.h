@@ -21,9 +21,11 @@
 
 namespace perftracker::preload {
 
-// What a finished timer reports: RecordDeviceTime(slot) or RecordCollectiveDone(slot, seq).
+// What a finished timer reports: RecordDeviceTime(slot) or RecordCollectiveDone(slot, seq);
+// kCollectiveProgress: RecordCollectiveDone(slot, seq, 0), completion without a duration (the
+// events were recorded after the work, not around it).
 struct TimerTarget {
-  enum class Kind : uint8_t { kDevice, kCollective };
+  enum class Kind : uint8_t { kDevice, kCollective, kCollectiveProgress };
   Kind kind = Kind::kDevice;
   Slot slot = kNoSlot;
   uint64_t seq = 0;

@@ -5,6 +5,11 @@
 // event pair: start before the op on its stream, end after it -- or, inside a group, after the
 // outermost ncclGroupEnd, because only then is the work launched. The duration includes the
 // time spent waiting for late peers, so the last rank to arrive has the shortest one.
+//
+// A non-blocking communicator's launch may return ncclInProgress (the call outside a group, or
+// the group's end): NCCL enqueues the work later, from its own thread. An end event recorded
+// then would land before the work, so such ops get no device time, only a completion marker
+// once ncclCommGetAsyncError reports the launch done (NotePending, nccl_async.cpp).
 #include "preload/cuda/cuda_hook.h"
 #include "preload/nccl/nccl_comms.h"
 
@@ -34,6 +39,7 @@ struct Deferred {
   int32_t timer;
   cudaStream_t stream;
   TimerTarget target;
+  CommEntry* entry;
 };
 constexpr int kMaxDeferred = 256;
 struct GroupState {
@@ -43,11 +49,21 @@ struct GroupState {
 };
 thread_local GroupState t_group;
 
-void FinishTimer(int32_t timer, cudaStream_t stream, const TimerTarget& target) {
-  if (timer == kNoTimer) return;
-  if (t_group.depth == 0) return TimerEnd(timer, stream, target);
+// After the op's call returned `rc` (ncclSuccess or ncclInProgress).
+void FinishTimer(int32_t timer, cudaStream_t stream, const TimerTarget& target, CommEntry* entry,
+                 ncclResult_t rc) {
+  if (t_group.depth == 0) {
+    if (rc == ncclInProgress) {
+      TimerCancel(timer);
+      return NotePending(entry, target.slot, target.seq, stream);
+    }
+    if (timer != kNoTimer) TimerEnd(timer, stream, target);
+    return;
+  }
+  // Inside a group the outermost ncclGroupEnd decides, also for ops without a timer (whose
+  // completion marker may be needed).
   if (t_group.deferred_count == kMaxDeferred) return TimerCancel(timer);
-  t_group.deferred[t_group.deferred_count++] = {timer, stream, target};
+  t_group.deferred[t_group.deferred_count++] = {timer, stream, target, entry};
 }
 
 // One collective or p2p call of `count` elements of `type`, forwarded by `call`.
@@ -74,7 +90,7 @@ ncclResult_t Collective(const void* caller, Op op, const char* name, size_t coun
   const uint64_t seq = entry->seq.fetch_add(1, std::memory_order_relaxed);
   if (slot == kNoSlot) return rc;
   RecordCollectiveLaunch(slot, seq, start, end - start);
-  FinishTimer(timer, stream, {TimerTarget::Kind::kCollective, slot, seq});
+  FinishTimer(timer, stream, {TimerTarget::Kind::kCollective, slot, seq}, entry, rc);
   return rc;
 }
 
@@ -210,15 +226,16 @@ PERFTRACKER_HOOK ncclResult_t ncclGroupEnd() {
   const ncclResult_t rc = real();
   if (t_group.depth == 0 || --t_group.depth > 0) return rc;
   // The outermost end launched the group's work: end events go after it, on each op's stream.
+  // ncclInProgress: the work is not on the streams yet (a non-blocking communicator).
   HookScope scope;
-  const bool launched = rc == ncclSuccess || rc == ncclInProgress;
   for (int i = 0; i < t_group.deferred_count; ++i) {
     const Deferred& d = t_group.deferred[i];
-    if (launched) {
+    if (rc == ncclSuccess && d.timer != kNoTimer) {
       TimerEnd(d.timer, d.stream, d.target);
-    } else {
-      TimerCancel(d.timer);
+      continue;
     }
+    TimerCancel(d.timer);
+    if (rc == ncclInProgress) NotePending(d.entry, d.target.slot, d.target.seq, d.stream);
   }
   t_group.deferred_count = 0;
   return rc;

@@ -83,7 +83,8 @@ PERFTRACKER_HOOK ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nrank
   if (!NcclTracing()) return real(comm, nranks, id, rank, config);
   const ncclResult_t rc =
       Timed(g_api_init_config, [&] { return real(comm, nranks, id, rank, config); });
-  if (Ok(rc)) RegisterComm(*comm, HashBytes(&id, sizeof id));
+  // ncclInProgress (non-blocking): the handle is already valid, only its set-up goes on.
+  if (Ok(rc) && comm != nullptr) RegisterComm(*comm, HashBytes(&id, sizeof id));
   return rc;
 }
 
@@ -96,7 +97,7 @@ PERFTRACKER_HOOK ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int nra
   if (!NcclTracing()) return real(comm, nranks, rank, n_ids, ids, config);
   const ncclResult_t rc =
       Timed(g_api_init_scalable, [&] { return real(comm, nranks, rank, n_ids, ids, config); });
-  if (Ok(rc) && n_ids > 0) {
+  if (Ok(rc) && comm != nullptr && n_ids > 0) {
     RegisterComm(*comm, HashBytes(ids, sizeof(ncclUniqueId) * static_cast<size_t>(n_ids)));
   }
   return rc;

@@ -63,11 +63,17 @@ void RegisterComm(ncclComm_t comm, uint64_t id) {
   e->identity_known.store(false, std::memory_order_relaxed);
   e->seq.store(0, std::memory_order_relaxed);
   e->splits.store(0, std::memory_order_relaxed);
+  e->pending_seq.store(0, std::memory_order_relaxed);
   e->live.store(true, std::memory_order_release);
 }
 
 void ForgetComm(ncclComm_t comm) {
   if (CommEntry* e = Lookup(comm, false)) e->live.store(false, std::memory_order_release);
+}
+
+CommEntry* KnownComm(ncclComm_t comm) {
+  CommEntry* e = comm == nullptr ? nullptr : Lookup(comm, false);
+  return e != nullptr && e->live.load(std::memory_order_acquire) ? e : nullptr;
 }
 
 CommEntry* FindComm(ncclComm_t comm) {

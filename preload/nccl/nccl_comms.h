@@ -28,6 +28,12 @@ struct CommEntry {
   uint32_t rank = 0;
   std::atomic<uint64_t> seq{0};
   std::atomic<uint32_t> splits{0};  // children made so far: names the next child alike on all ranks
+  // A non-blocking communicator's launch that returned ncclInProgress: its work is not on its
+  // stream yet. 1 + its sequence number (0: none), its collective slot and stream; taken by the
+  // ncclCommGetAsyncError hook once NCCL reports the launch done (nccl_async.cpp).
+  std::atomic<uint64_t> pending_seq{0};
+  std::atomic<Slot> pending_slot{kNoSlot};
+  std::atomic<uintptr_t> pending_stream{0};
 };
 
 // 64-bit FNV-1a: deterministic across processes and builds, unlike std::hash.
@@ -41,9 +47,18 @@ void ForgetComm(ncclComm_t comm);
 // active, or by an entry point we do not hook) under an id derived from the order of first
 // sight. Null when the table is full.
 CommEntry* FindComm(ncclComm_t comm);
+// The entry of `comm` if it is registered, else null (registers nothing: for calls whose order
+// differs between ranks, such as a watchdog's polling).
+CommEntry* KnownComm(ncclComm_t comm);
 // Fills size/rank through ncclCommCount/ncclCommUserRank if not yet known. False while NCCL
 // cannot tell (a non-blocking communicator still initializing).
 bool EnsureIdentity(CommEntry* entry, ncclComm_t comm, const void* caller);
+
+// Notes that collective `seq` (`slot`, on `stream`) of `entry` returned ncclInProgress: its
+// work reaches the stream later, so it gets no device time, only a completion marker recorded
+// once ncclCommGetAsyncError reports success (nccl_async.cpp). Keeps the highest sequence
+// number: its completion implies the earlier ones'.
+void NotePending(CommEntry* entry, Slot slot, uint64_t seq, cudaStream_t stream);
 
 // The collective pattern slot of (communicator, op, peer, bytes), interned once.
 Slot CollectiveSlot(CommEntry* entry, format::CollectiveOp op, int32_t peer, uint64_t bytes,

@@ -4,6 +4,8 @@
 //   workload cupti-first        subscribes to CUPTI itself, then runs `runtime`
 //   workload nccl ITERS IDFILE  a rank (RANK, WORLD_SIZE): kernels + one all-reduce per
 //                               iteration and a send/recv ring in a group; a split child
+//   workload nccl-nonblocking ITERS IDFILE  the same on a non-blocking communicator, polled;
+//                               prints the return codes
 #include <cuda_runtime_api.h>
 #include <cupti.h>
 #include <nccl.h>
@@ -188,6 +190,55 @@ int Nccl(int iters, const std::string& id_path) {
   return 0;
 }
 
+// Polls a non-blocking communicator until its last call is done, as NCCL asks; its final state.
+ncclResult_t WaitDone(ncclComm_t comm) {
+  ncclResult_t state = ncclInProgress;
+  while (state == ncclInProgress) {
+    if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) return ncclInternalError;
+    if (state == ncclInProgress) usleep(200);
+  }
+  return state;
+}
+
+// A rank on a non-blocking communicator: per iteration kernels, an all-reduce and a send/recv
+// ring in a group, each polled until enqueued. Prints every return code it got (the polls'
+// final states included), for comparison with a run without the library.
+int NcclNonBlocking(int iters, const std::string& id_path) {
+  const int rank = std::atoi(std::getenv("RANK"));
+  const int n = std::atoi(std::getenv("WORLD_SIZE"));
+  simgpu_test::RegisterTestKernels();
+  const ncclUniqueId id = ExchangeId(rank, id_path);
+  std::string codes;
+  const auto note = [&codes](const char* what, ncclResult_t rc) {
+    codes += std::string(what) + "=" + std::to_string(static_cast<int>(rc)) + " ";
+  };
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm;
+  note("init", ncclCommInitRankConfig(&comm, n, id, rank, &config));
+  note("init_done", WaitDone(comm));
+  cudaStream_t s;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  void* buf = nullptr;
+  CHECK_CUDA(cudaMalloc(&buf, 8 << 20));
+  char* half = static_cast<char*>(buf) + (4 << 20);
+  for (int i = 0; i < iters; ++i) {
+    Launch(simgpu_test::GemmKernel(), 1'002'000, s);
+    note("allreduce", ncclAllReduce(buf, buf, 1 << 20, ncclFloat32, ncclSum, comm, s));
+    note("allreduce_done", WaitDone(comm));
+    note("group", ncclGroupStart());
+    note("send", ncclSend(buf, 1024, ncclFloat32, (rank + 1) % n, comm, s));
+    note("recv", ncclRecv(half, 1024, ncclFloat32, (rank + n - 1) % n, comm, s));
+    note("group_end", ncclGroupEnd());
+    note("group_done", WaitDone(comm));
+    CHECK_CUDA(cudaStreamSynchronize(s));
+  }
+  CHECK_CUDA(cudaGetLastError());
+  note("destroy", ncclCommDestroy(comm));
+  std::printf("codes: %s\n", codes.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -195,6 +246,7 @@ int main(int argc, char** argv) {
   if (mode == "runtime") return Runtime();
   if (mode == "cupti-first") return CuptiFirst();
   if (mode == "nccl" && argc > 3) return Nccl(std::atoi(argv[2]), argv[3]);
+  if (mode == "nccl-nonblocking" && argc > 3) return NcclNonBlocking(std::atoi(argv[2]), argv[3]);
   std::fprintf(stderr, "usage: workload runtime|cupti-first|nccl ITERS IDFILE\n");
   return 2;
 }

@@ -134,6 +134,67 @@ TEST_CASE("collectives are counted and numbered alike on every rank and show who
   for (int r : {0, 2, 3}) CHECK(Find(ranks[r], "ncclAllReduce")->DeviceMean() > 2 * slow);
 }
 
+// Runs `n` ranks of `workload nccl-nonblocking` at once (the library preloaded when `hooked`);
+// their stdout, by rank.
+std::vector<std::string> RunNonBlocking(int n, int iters, bool hooked, const std::string& out,
+                                        const std::string& counters) {
+  std::vector<std::string> stdouts(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    Env env = RankEnv(r, n, out, counters);
+    if (!hooked) env[0].second = "\x01";  // LD_PRELOAD unset
+    threads.emplace_back([&, r, env] {
+      const int rc = Run({PT_WORKLOAD, "nccl-nonblocking", std::to_string(iters),
+                          counters + "/nccl.id"},
+                         env, 120, &stdouts[r]);
+      if (rc != 0) stdouts[r] = "exit " + std::to_string(rc);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return stdouts;
+}
+
+TEST_CASE("a non-blocking communicator's collectives are counted, never timed before their work",
+          "[preload][nccl]") {
+  constexpr int kRanks = 2, kIters = 10;
+  // Without the library: the return codes the application must see through it too.
+  const std::vector<std::string> plain =
+      RunNonBlocking(kRanks, kIters, false, MakeTempDir(), MakeTempDir());
+  const std::string out = MakeTempDir(), counters = MakeTempDir();
+  const std::vector<std::string> hooked = RunNonBlocking(kRanks, kIters, true, out, counters);
+  const auto truth = ReadCounters(counters);
+  for (int r = 0; r < kRanks; ++r) {
+    INFO("rank " << r << ": " << hooked[r]);
+    // simgpu's non-blocking launches always return ncclInProgress (its launch thread waits).
+    CHECK(plain[r].find("init=7 init_done=0 allreduce=7 allreduce_done=0 group=0 send=0 recv=0 "
+                        "group_end=7 group_done=0") != std::string::npos);
+    CHECK(hooked[r] == plain[r]);
+    const RankSummary s = ReadRank(out, r);
+    REQUIRE(s.found);
+    const CollectiveTotals* ar = Find(s, "ncclAllReduce");
+    const CollectiveTotals* send = Find(s, "ncclSend");
+    REQUIRE(ar != nullptr);
+    REQUIRE(send != nullptr);
+    CHECK(ar->count == kIters);
+    CHECK(send->count == kIters);
+    CHECK(s.CollectiveCount("ncclRecv") == kIters);
+    CHECK(ar->comm_size == kRanks);
+    CHECK(ar->comm_rank == uint32_t(r));
+    // Their work reached the stream after the call returned: an end event recorded then would
+    // measure next to nothing. No device time, but every op's completion is known (the marker
+    // recorded once ncclCommGetAsyncError reported the launch done).
+    CHECK(ar->device_samples == 0);
+    CHECK(send->device_samples == 0);
+    CHECK(ar->last_seq_launched == 3 * (kIters - 1));
+    CHECK(ar->last_seq_completed == 3 * (kIters - 1));
+    const CollectiveTotals* recv = Find(s, "ncclRecv");
+    REQUIRE(recv != nullptr);
+    CHECK(recv->last_seq_completed == 3 * (kIters - 1) + 2);
+  }
+  CHECK(truth.at("ncclAllReduce") == kRanks * kIters);
+  CHECK(truth.at("ncclSend") == kRanks * kIters);
+}
+
 TEST_CASE("a hang leaves the stuck sequence number in the live slot after SIGKILL",
           "[preload][nccl]") {
   constexpr int kRanks = 4;

@@ -1,12 +1,17 @@
 // Collectives, point-to-point and groups. As with real NCCL the call only enqueues: the op runs
 // on the stream (see nccl_exec.cpp). Inside ncclGroupStart/End ops are collected per host thread
-// and launched at the outermost ncclGroupEnd, one fused work item per stream.
+// and launched at the outermost ncclGroupEnd, one fused work item per stream. A non-blocking
+// communicator's launch (outside a group, or its group's end) returns ncclInProgress and is
+// enqueued a little later by a helper thread (Launch).
 #include <nccl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 
 #include "core/activity.h"
 #include "core/config.h"
@@ -63,7 +68,7 @@ void MaybeHang(int64_t op_number) {
   for (;;) pause();
 }
 
-ncclResult_t Launch(std::vector<Op> ops) {
+ncclResult_t LaunchNow(std::vector<Op> ops) {
   // One fused kernel per stream, in issue order.
   ncclResult_t result = ncclSuccess;
   while (!ops.empty()) {
@@ -79,9 +84,36 @@ ncclResult_t Launch(std::vector<Op> ops) {
   return result;
 }
 
+// How long a non-blocking communicator's launch takes to reach its stream, in wall time: long
+// enough that whatever the caller records on the stream right after the call lands before it.
+constexpr auto kAsyncLaunchDelay = std::chrono::milliseconds(2);
+
+// Launches `ops`. With a non-blocking communicator among them, NCCL hands the launch to a
+// helper thread and returns ncclInProgress: the work reaches the streams later, and
+// ncclCommGetAsyncError reports ncclInProgress on those communicators until it has.
+ncclResult_t Launch(std::vector<Op> ops) {
+  std::vector<std::shared_ptr<CommShared>> async;
+  for (const Op& op : ops) {
+    if (!op.comm->blocking &&
+        std::find(async.begin(), async.end(), op.comm) == async.end()) {
+      async.push_back(op.comm);
+    }
+  }
+  if (async.empty()) return LaunchNow(std::move(ops));
+  for (const auto& comm : async) comm->async_error.store(ncclInProgress, std::memory_order_release);
+  const int device = Device::CurrentOrdinal();
+  std::thread([ops = std::move(ops), async = std::move(async), device]() mutable {
+    std::this_thread::sleep_for(kAsyncLaunchDelay);
+    Device::SetCurrentOrdinal(device);
+    const ncclResult_t rc = LaunchNow(std::move(ops));
+    for (const auto& comm : async) comm->async_error.store(rc, std::memory_order_release);
+  }).detach();
+  return ncclInProgress;
+}
+
 ncclResult_t Collective(CollKind kind, uint64_t count, ncclDataType_t type, ncclComm_t comm,
                         cudaStream_t stream, bool per_rank_count) {
-  if (!comm) return ncclInvalidArgument;
+  if (!comm || !Ready(comm)) return ncclInvalidArgument;
   size_t size = TypeBytes(type);
   if (size == 0) return ncclInvalidArgument;
   Op op;
@@ -96,7 +128,7 @@ ncclResult_t Collective(CollKind kind, uint64_t count, ncclDataType_t type, nccl
 
 ncclResult_t PointToPoint(bool is_send, size_t count, ncclDataType_t type, int peer,
                           ncclComm_t comm, cudaStream_t stream) {
-  if (!comm) return ncclInvalidArgument;
+  if (!comm || !Ready(comm)) return ncclInvalidArgument;
   size_t size = TypeBytes(type);
   if (size == 0 || peer < 0 || peer >= comm->shared->group->nranks()) {
     return ncclInvalidArgument;
@@ -113,7 +145,7 @@ ncclResult_t PointToPoint(bool is_send, size_t count, ncclDataType_t type, int p
 }
 
 bool ValidRoot(int root, ncclComm_t comm) {
-  return comm && root >= 0 && root < comm->shared->group->nranks();
+  return comm && Ready(comm) && root >= 0 && root < comm->shared->group->nranks();
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include "core/config.h"
 #include "core/cost_model.h"
@@ -66,27 +67,60 @@ ncclResult_t Split(ncclComm_t comm, int color, int key, ncclComm_t* out) {
 
 }  // namespace
 
-ncclResult_t InitComm(ncclComm_t* out, int nranks, const uint8_t key[16], int rank) {
-  if (!out) return ncclInvalidArgument;
+namespace {
+
+// Joins the group and fills in `comm`, created by InitComm.
+ncclResult_t JoinComm(ncclComm* comm, int nranks, int rank) {
   std::shared_ptr<ShmGroup> group;
-  RendezvousStatus status = ShmGroup::Join(key, nranks, rank, ProcessRank(), &group);
+  RendezvousStatus status = ShmGroup::Join(comm->key, nranks, rank, ProcessRank(), &group);
   if (status != RendezvousStatus::kOk) return ToResult(status);
-  auto* comm = new ncclComm;
-  comm->shared = std::make_shared<CommShared>();
   comm->shared->group = std::move(group);
-  comm->shared->device = Device::CurrentOrdinal();
-  comm->device = comm->shared->device;
-  std::memcpy(comm->key, key, 16);
   // NCCL's commHash: derived from the unique id, equal on every rank of the communicator.
   uint64_t a = 0;
   uint64_t b = 0;
-  std::memcpy(&a, key, 8);
-  std::memcpy(&b, key + 8, 8);
+  std::memcpy(&a, comm->key, 8);
+  std::memcpy(&b, comm->key + 8, 8);
   comm->shared->profiler = ProfilerInitComm(*comm->shared->group, Mix64(a ^ Mix64(b)));
   comm->sends_to.assign(nranks, 0);
   comm->recvs_from.assign(nranks, 0);
-  *out = comm;
   return ncclSuccess;
+}
+
+}  // namespace
+
+bool Ready(const ncclComm* comm) {
+  return comm->shared->async_error.load(std::memory_order_acquire) != ncclInProgress;
+}
+
+ncclResult_t InitComm(ncclComm_t* out, int nranks, const uint8_t key[16], int rank,
+                      bool blocking) {
+  if (!out) return ncclInvalidArgument;
+  auto* comm = new ncclComm;
+  comm->shared = std::make_shared<CommShared>();
+  comm->shared->device = Device::CurrentOrdinal();
+  comm->shared->blocking = blocking;
+  comm->device = comm->shared->device;
+  std::memcpy(comm->key, key, 16);
+  if (blocking) {
+    const ncclResult_t rc = JoinComm(comm, nranks, rank);
+    if (rc != ncclSuccess) {
+      delete comm;
+      return rc;
+    }
+    *out = comm;
+    return ncclSuccess;
+  }
+  // Non-blocking: the handle is valid at once; the application polls ncclCommGetAsyncError
+  // until the helper thread has joined the other ranks (the handle stays valid on failure, to
+  // be destroyed or aborted, as NCCL's does).
+  comm->shared->async_error.store(ncclInProgress, std::memory_order_release);
+  *out = comm;
+  std::thread([comm, nranks, rank] {
+    Device::SetCurrentOrdinal(comm->device);
+    const ncclResult_t rc = JoinComm(comm, nranks, rank);
+    comm->shared->async_error.store(rc, std::memory_order_release);
+  }).detach();
+  return ncclInProgress;
 }
 
 }  // namespace simgpu::nccl
@@ -114,14 +148,23 @@ ncclResult_t pncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, in
 }
 
 ncclResult_t pncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank,
-                                     ncclConfig_t*) {
-  // Every configuration behaves as a blocking communicator.
-  return sn::InitComm(comm, nranks, reinterpret_cast<const uint8_t*>(id.internal), rank);
+                                     ncclConfig_t* config) {
+  // Of the configuration only `blocking` changes behaviour (unset: blocking, as in NCCL).
+  const bool blocking = config == nullptr || config->blocking != 0;
+  return sn::InitComm(comm, nranks, reinterpret_cast<const uint8_t*>(id.internal), rank, blocking);
 }
 
 ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm,
-                            ncclConfig_t*) {
-  return sn::Split(comm, color, key, newcomm);
+                            ncclConfig_t* config) {
+  if (comm && !sn::Ready(comm)) return ncclInvalidArgument;
+  // The child inherits the parent's blocking mode unless the configuration sets one. A
+  // non-blocking split completes before returning here (ncclSuccess, which NCCL may also return).
+  const bool blocking = config == nullptr || config->blocking == NCCL_CONFIG_UNDEF_INT
+                            ? (comm == nullptr || comm->shared->blocking)
+                            : config->blocking != 0;
+  const ncclResult_t rc = sn::Split(comm, color, key, newcomm);
+  if (rc == ncclSuccess && *newcomm != nullptr) (*newcomm)->shared->blocking = blocking;
+  return rc;
 }
 
 ncclResult_t pncclCommFinalize(ncclComm_t comm) { return comm ? ncclSuccess : ncclInvalidArgument; }
@@ -135,7 +178,7 @@ ncclResult_t pncclCommDestroy(ncclComm_t comm) {
 
 ncclResult_t pncclCommAbort(ncclComm_t comm) {
   if (!comm) return ncclInvalidArgument;
-  comm->shared->group->Abort();
+  if (comm->shared->group) comm->shared->group->Abort();
   sn::ProfilerFinalizeComm(comm->shared->profiler);
   delete comm;
   return ncclSuccess;
@@ -143,19 +186,19 @@ ncclResult_t pncclCommAbort(ncclComm_t comm) {
 
 ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* error) {
   if (!comm || !error) return ncclInvalidArgument;
-  *error = static_cast<ncclResult_t>(comm->shared->async_error.load());
+  *error = static_cast<ncclResult_t>(comm->shared->async_error.load(std::memory_order_acquire));
   if (*error == ncclSuccess && comm->shared->group->peer_lost()) *error = ncclRemoteError;
   return ncclSuccess;
 }
 
 ncclResult_t pncclCommCount(const ncclComm_t comm, int* count) {
-  if (!comm || !count) return ncclInvalidArgument;
+  if (!comm || !count || !sn::Ready(comm)) return ncclInvalidArgument;
   *count = comm->shared->group->nranks();
   return ncclSuccess;
 }
 
 ncclResult_t pncclCommUserRank(const ncclComm_t comm, int* rank) {
-  if (!comm || !rank) return ncclInvalidArgument;
+  if (!comm || !rank || !sn::Ready(comm)) return ncclInvalidArgument;
   *rank = comm->shared->group->rank();
   return ncclSuccess;
 }

@@ -22,7 +22,10 @@ namespace simgpu::nccl {
 struct CommShared {
   std::shared_ptr<ShmGroup> group;
   int device = 0;  // the CUDA device current when the communicator was created
+  // ncclInProgress while a non-blocking call's work is still being set up (init, or a launch
+  // not yet enqueued on its stream), then its result, as ncclCommGetAsyncError reports it.
   std::atomic<int> async_error{ncclSuccess};
+  bool blocking = true;  // ncclConfig_t.blocking: 0 makes init and launches asynchronous
   std::shared_ptr<CommProfiler> profiler;  // null: no profiler plugin for this communicator
 };
 
@@ -54,8 +57,15 @@ struct ncclComm {
 
 namespace simgpu::nccl {
 
-// Joins the communicator `key` as `rank` of `nranks` (blocks until all ranks joined).
-ncclResult_t InitComm(ncclComm_t* out, int nranks, const uint8_t key[16], int rank);
+// Joins the communicator `key` as `rank` of `nranks` (blocks until all ranks joined). A
+// non-blocking one (`blocking` false) is handed out at once, joins on a helper thread and
+// returns ncclInProgress, as NCCL does.
+ncclResult_t InitComm(ncclComm_t* out, int nranks, const uint8_t key[16], int rank,
+                      bool blocking = true);
+
+// False while a non-blocking call on `comm` has not finished (ncclCommGetAsyncError reports
+// ncclInProgress): NCCL refuses to use the communicator then (ncclInvalidArgument).
+bool Ready(const ncclComm* comm);
 
 // Issues an op now, or queues it until the outermost ncclGroupEnd.
 ncclResult_t Issue(Op op);
