@@ -60,6 +60,7 @@ json ToJson(const format::Window& w) {
   for (const auto& p : w.functions) {
     functions.push_back(FunctionJson(p));
     if (w.critical_path) functions.back()["critical_ns"] = p.critical_ns;
+    if (p.captured != 0) functions.back()["captured"] = p.captured;
   }
   json collectives = json::array();
   for (const auto& c : w.collectives) collectives.push_back(CollectiveJson(c));

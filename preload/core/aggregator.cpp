@@ -64,6 +64,15 @@ void Aggregator::AddCall(const Event& e) {
 }
 
 void Aggregator::AddNativeCall(const Event& e, const Tables& tables) {
+  if ((e.flags[0] & kNativeCaptured) != 0) {
+    // Recorded into a graph, not run: apart from the calls that ran, in no iteration's total.
+    for (const Slot slot : {e.slot, static_cast<Slot>(e.a), static_cast<Slot>(e.a >> 32)}) {
+      if (slot == kNoSlot) continue;
+      if (slot >= functions_.size()) functions_.resize(slot + 1);
+      ++functions_[slot].captured;
+    }
+    return;
+  }
   const bool timed = (e.flags[0] & kNativeTimed) != 0;
   const uint64_t wait = (e.flags[0] & kNativeBlocking) != 0 ? e.b : 0;
   const auto site = static_cast<Slot>(e.a);

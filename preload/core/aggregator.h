@@ -55,6 +55,7 @@ class Aggregator {
     bool self_differs = false;
     // Critical-path time (kCritical) of the timed calls, scaled to all calls at build; of slices.
     uint64_t critical = 0, critical_slice = 0;
+    uint64_t captured = 0;  // calls captured into a graph (kNativeCaptured), not in count
   };
   struct CollectiveAcc {
     uint64_t count = 0, host_ns = 0, device_samples = 0, device_ns = 0;

@@ -42,7 +42,7 @@ format::Window Aggregator::Build(uint64_t end_ns, const Tables& tables) {
   std::vector<uint8_t> called(std::min<size_t>(functions_.size(), known), 0);
   for (size_t slot = 0; slot < called.size(); ++slot) {
     const FunctionAcc& f = functions_[slot];
-    called[slot] = f.count > 0 || f.device_samples > 0 || f.slice_total > 0;
+    called[slot] = f.count > 0 || f.device_samples > 0 || f.slice_total > 0 || f.captured > 0;
   }
   const std::vector<uint32_t> slots = WindowSlots(called, tables);
   std::vector<int32_t> index(called.size(), -1);
@@ -62,6 +62,7 @@ format::Window Aggregator::Build(uint64_t end_ns, const Tables& tables) {
     p.bytes = f.bytes;
     p.device_samples = f.device_samples;
     p.device_ns = f.device_ns;
+    p.captured = f.captured;
     p.duration = std::move(f.duration);
     p.device = std::move(f.device);
     p.per_iteration = std::move(f.per_iteration);

@@ -28,7 +28,8 @@ enum class EventType : uint8_t {
 // kNativeCall, flags in flags[0]. A timed call has t = end and b = host duration; an untimed
 // one (host time sampled, see SampleHostTime) has t = kEpochTag | the epoch it ran in, b = 0.
 // c = the Python function on top of the thread's stack (kNoSlot: none), d = bytes.
-enum NativeCallFlags : uint8_t { kNativeTimed = 1, kNativeBlocking = 2 };
+// kNativeCaptured: made while its stream was being captured into a graph (counted apart).
+enum NativeCallFlags : uint8_t { kNativeTimed = 1, kNativeBlocking = 2, kNativeCaptured = 4 };
 
 // kCall, flags in flags[0]. A slice is the time so far of a call still running (a loop that
 // lasts the whole job): time, but no call; the call's end reports only what comes after it.

@@ -101,9 +101,10 @@ void RecordUntimedCalls(Slot slot, uint64_t calls, uint64_t epoch);
 // same function. Blocking calls are always timed (their wait is the point). `python` is the
 // Python function that made the call (CurrentPythonSlot()), kNoSlot outside Python.
 // Inline, written in place into the thread's ring: the hottest path of the library.
+// `captured`: the call was recorded into a CUDA graph, not run (counted apart, untimed).
 inline void RecordNativeCall(Slot api, Slot site, Slot extra, Slot python, bool timed,
                              bool blocking, uint64_t end_ns, uint64_t duration_ns,
-                             uint64_t bytes = 0);
+                             uint64_t bytes = 0, bool captured = false);
 
 // True for the calls whose host time this thread measures: 1 in PERFTRACKER_HOST_SAMPLE_EVERY
 // on average, at random intervals so that no periodic call pattern is always or never timed.
@@ -183,10 +184,13 @@ alignas(64) inline std::atomic<uint64_t> g_event_epoch{0};
 [[gnu::cold, gnu::noinline]] void PushEventSlow(const Event& e);
 
 inline void RecordNativeCall(Slot api, Slot site, Slot extra, Slot python, bool timed,
-                             bool blocking, uint64_t end_ns, uint64_t duration_ns, uint64_t bytes) {
+                             bool blocking, uint64_t end_ns, uint64_t duration_ns, uint64_t bytes,
+                             bool captured) {
   if (api == kNoSlot) return;
-  const auto flags =
-      static_cast<uint8_t>((timed ? kNativeTimed : 0) | (blocking ? kNativeBlocking : 0));
+  timed = timed && !captured;
+  const auto flags = static_cast<uint8_t>((timed ? kNativeTimed : 0) |
+                                          (blocking ? kNativeBlocking : 0) |
+                                          (captured ? kNativeCaptured : 0));
   const uint64_t t = timed ? end_ns : kEpochTag | g_event_epoch.load(std::memory_order_relaxed);
   const uint64_t slots = uint64_t{site} | uint64_t{extra} << 32;
   ThreadRing* ring = t_event_ring;

@@ -45,6 +45,10 @@ inline bool Tracing() {
   return true;
 }
 
+// Capture sequences that may be open (cuda_capture.cpp): while 0, no launch is captured and
+// the hooks ask the runtime nothing.
+inline std::atomic<uint32_t> g_open_captures{0};
+
 // True when CUPTI times kernels and copies, so no timing events are needed for them.
 inline std::atomic<bool> g_cupti_timing{false};
 
@@ -107,9 +111,12 @@ class HostSample {
 class CudaCall {
  public:
   // `device_timed`: sample device time on `stream` (1 in PERFTRACKER_SAMPLE_EVERY per site).
+  // `stream_work`: the call puts work on `stream`, so while a capture is open it may be
+  // captured into a graph instead of run, and then counts as captured, never as a call.
   [[gnu::always_inline]] CudaCall(ApiSlot& api, void* return_address, bool device_timed,
                                   cudaStream_t stream = nullptr,
-                                  HostTiming timing = HostTiming::kSampled)
+                                  HostTiming timing = HostTiming::kSampled,
+                                  bool stream_work = false)
       : host_(timing),
         api_(api),
         return_address_(return_address),
@@ -118,7 +125,9 @@ class CudaCall {
     if (g_cupti_pending.load(std::memory_order_relaxed)) [[unlikely]]
       StartCuptiOnce();
     site_ = FindSite(api, return_address);
-    if (device_timed && SampleSite(site_)) [[unlikely]]
+    if (stream_work && g_open_captures.load(std::memory_order_relaxed) != 0) [[unlikely]]
+      captured_ = StreamCapturing(stream);
+    if (device_timed && !captured_ && SampleSite(site_)) [[unlikely]]
       timer_ = TimerStart(stream);
     host_.Start();
   }
@@ -138,7 +147,7 @@ class CudaCall {
       }
     }
     RecordNativeCall(api_.Get(), site, extra, CurrentPythonSlot(), host_.timed(), blocking_,
-                     host_.end_ns(), host_.duration_ns(), bytes);
+                     host_.end_ns(), host_.duration_ns(), bytes, captured_);
     host_.ReportOverhead();
   }
 
@@ -151,6 +160,7 @@ class CudaCall {
   bool blocking_;
   SiteEntry* site_ = nullptr;
   int32_t timer_ = kNoTimer;
+  bool captured_ = false;
 };
 
 // One slot per copy direction of API `api` (a string literal), in cudaMemcpyKind order, for
@@ -185,7 +195,7 @@ cudaError_t HostWork(ApiSlot& api, void* ret, uint64_t bytes, bool blocking, Cal
 template <typename Call>
 cudaError_t StreamWork(ApiSlot& api, void* ret, cudaStream_t stream, uint64_t bytes, Call call) {
   const bool timed = !g_cupti_timing.load(std::memory_order_relaxed);
-  CudaCall record(api, ret, timed, stream);
+  CudaCall record(api, ret, timed, stream, HostTiming::kSampled, /*stream_work=*/true);
   const cudaError_t rc = call();
   record.Finish(rc == cudaSuccess, kNoSlot, api.Get(), bytes);
   return rc;

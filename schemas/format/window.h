@@ -85,6 +85,9 @@ struct FunctionPattern {
   Histogram self_duration;
   // Time on the rank's critical path; 0 where the window has no critical_path.
   uint64_t critical_ns = 0;
+  // Calls made while their stream was being captured into a CUDA graph: recorded, not run (not
+  // in `count`; the graph's launches run them).
+  uint64_t captured = 0;
   bool operator==(const FunctionPattern&) const = default;
 };
 

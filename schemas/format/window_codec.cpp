@@ -169,9 +169,12 @@ std::span<const uint8_t> WindowEncoder::Encode(const Window& w) {
                : decltype(duration)();
   const auto critical =
       w.critical_path ? Packed(b, s, f, [](const P& p) { return p.critical_ns; }) : Bytes();
-  const auto functions = fb::CreateFunctionColumns(b, name, kind, parent, count, total, self, min,
-                                                   max, wait, bytes, dev_samples, dev_ns, duration,
-                                                   device, per_iter, self_duration, critical);
+  const bool any_captured = std::any_of(f.begin(), f.end(), [](const P& p) { return p.captured; });
+  const auto captured =
+      any_captured ? Packed(b, s, f, [](const P& p) { return p.captured; }) : Bytes();
+  const auto functions = fb::CreateFunctionColumns(
+      b, name, kind, parent, count, total, self, min, max, wait, bytes, dev_samples, dev_ns,
+      duration, device, per_iter, self_duration, critical, captured);
 
   const auto collectives = EncodeCollectives(b, s, w.collectives);
   const std::vector<IterationStats> iters{w.iterations};

@@ -109,7 +109,8 @@ bool DecodeFunctions(const fb::FunctionColumns* c, std::vector<FunctionPattern>*
          UnpackHistograms(c->device(), out, &P::device) &&
          UnpackHistograms(c->per_iteration(), out, &P::per_iteration) &&
          UnpackHistograms(c->self_duration(), out, &P::self_duration) &&
-         Unpack(c->critical_ns(), out, &P::critical_ns) && FillFunctionIds(out);
+         Unpack(c->critical_ns(), out, &P::critical_ns) &&
+         Unpack(c->captured(), out, &P::captured) && FillFunctionIds(out);
 }
 
 bool DecodeCollectives(const fb::CollectiveColumns* c, std::vector<CollectivePattern>* out) {

@@ -44,8 +44,11 @@ TEST_CASE("every runtime call of a program is counted exactly", "[preload][cuda]
   REQUIRE(s.found);
   auto truth = ReadCounters(counters);
   CHECK(truth["cudaLaunchKernel"] == 170);
-  CHECK(s.top.at("cudaLaunchKernel").count == 170);
-  CHECK(s.kernels.at("gemm_kernel").count == 120);
+  // 150 launches ran; 20 were captured into a graph (run by its 2 launches, not by them).
+  CHECK(s.top.at("cudaLaunchKernel").count == 150);
+  CHECK(s.top.at("cudaLaunchKernel").captured == 20);
+  CHECK(s.kernels.at("gemm_kernel").count == 100);
+  CHECK(s.kernels.at("gemm_kernel").captured == 20);
   CHECK(s.kernels.at("elementwise_kernel").count == 50);
   CHECK(s.top.at("cudaMemcpyAsync HtoD").count == 10);
   CHECK(s.top.at("cudaMemcpyAsync DtoH").count == 5);
@@ -74,7 +77,7 @@ TEST_CASE("every runtime call of a program is counted exactly", "[preload][cuda]
   bool named = false;
   for (const auto& [name, t] : s.children) {
     if (name.rfind("cudaLaunchKernel @ ", 0) != 0) continue;
-    site_launches += t.count;
+    site_launches += t.count + t.captured;
     named |= name.find("pt_cuda_workload") != std::string::npos;
   }
   CHECK(site_launches == 170);
@@ -100,7 +103,35 @@ TEST_CASE("device time is sampled 1 in N launches per call site", "[preload][cud
   // One call site: calls 0, 16, ..., 96 are gemm, 112, 128, 144 elementwise, 160 is captured.
   CHECK(s.kernels.at("gemm_kernel").device_samples == 7);
   CHECK(s.kernels.at("elementwise_kernel").device_samples == 3);
-  CHECK(s.kernels.at("gemm_kernel").count == 120);
+  CHECK(s.kernels.at("gemm_kernel").count == 100);
+  CHECK(s.kernels.at("gemm_kernel").captured == 20);
+  CHECK(ReadCounters(counters)["event_record_on_capturing_stream"] == 0);
+}
+
+TEST_CASE("graphs captured under the library are the graphs captured without it",
+          "[preload][cuda]") {
+  std::string plain, hooked;
+  REQUIRE(Run({PT_WORKLOAD, "graphs"},
+              {{"LD_LIBRARY_PATH", PT_SIMGPU_LIB}, {"SIMGPU_TIME_SCALE", "0.05"}}, 60, &plain) == 0);
+  const std::string out = MakeTempDir(), counters = MakeTempDir();
+  REQUIRE(Run({PT_WORKLOAD, "graphs"},
+              With(BaseEnv(out, counters), {{"PERFTRACKER_SAMPLE_EVERY", "1"}}), 60, &hooked) == 0);
+  INFO(plain);
+  // 20 kernels and a memset per graph (node types 0 kernel, 2 memset), every call succeeded.
+  const std::string graph = "begin=0 memset=0 end=0 | 21: 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 2";
+  CHECK(plain == "here: " + graph + "\nthere: " + graph + "\n");
+  CHECK(hooked == plain);
+  const RankSummary s = ReadRank(out, 0);
+  REQUIRE(s.found);
+  // Launches: 1 ran, 40 were captured; the graphs ran 4 times.
+  CHECK(s.top.at("cudaLaunchKernel").count == 1);
+  CHECK(s.top.at("cudaLaunchKernel").captured == 40);
+  CHECK(s.kernels.at("gemm_kernel").captured == 40);
+  CHECK(s.top.at("cudaMemsetAsync").captured == 2);
+  CHECK(s.top.count("cudaMemsetAsync") == 1);
+  CHECK(s.top.at("cudaMemsetAsync").count == 0);
+  CHECK(s.top.at("cudaGraphLaunch").count == 4);
+  CHECK(s.top.at("cudaGraphLaunch").captured == 0);
   CHECK(ReadCounters(counters)["event_record_on_capturing_stream"] == 0);
 }
 

@@ -51,6 +51,7 @@ void Add(Totals& t, const format::FunctionPattern& f) {
   t.device_ns += f.device_ns;
   t.wait_ns += f.wait_ns;
   t.bytes += f.bytes;
+  t.captured += f.captured;
 }
 
 void AddWindow(const format::Window& w, RankSummary& s) {

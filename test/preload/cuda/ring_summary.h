@@ -19,6 +19,7 @@ struct Totals {
   uint64_t device_ns = 0;
   uint64_t wait_ns = 0;
   uint64_t bytes = 0;
+  uint64_t captured = 0;  // calls captured into a CUDA graph (not in count)
   double DeviceMean() const { return device_samples ? double(device_ns) / device_samples : 0; }
 };
 

@@ -2,6 +2,7 @@
 // cuda_hooks_test.cpp against simgpu (or, in `real` mode, against the real CUDA libraries).
 //   workload runtime            kernels, copies, memsets, syncs, a captured graph
 //   workload cupti-first        subscribes to CUPTI itself, then runs `runtime`
+//   workload graphs             global-mode captures on two threads during a timed kernel
 //   workload nccl ITERS IDFILE  a rank (RANK, WORLD_SIZE): kernels + one all-reduce per
 //                               iteration and a send/recv ring in a group; a split child
 //   workload nccl-nonblocking ITERS IDFILE  the same on a non-blocking communicator, polled;
@@ -15,6 +16,8 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "tests/test_kernels.h"
 
@@ -239,12 +242,68 @@ int NcclNonBlocking(int iters, const std::string& id_path) {
   return 0;
 }
 
+// The node kinds of `graph`, in order, e.g. "K K M"; "error" if the runtime refused.
+std::string Describe(cudaGraph_t graph) {
+  size_t n = 0;
+  if (cudaGraphGetNodes(graph, nullptr, &n) != cudaSuccess) return "error";
+  std::vector<cudaGraphNode_t> nodes(n);
+  if (n > 0 && cudaGraphGetNodes(graph, nodes.data(), &n) != cudaSuccess) return "error";
+  std::string out = std::to_string(n) + ":";
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type;
+    if (cudaGraphNodeGetType(node, &type) != cudaSuccess) return "error";
+    out += " " + std::to_string(static_cast<int>(type));
+  }
+  return out;
+}
+
+// Graphs captured in global mode: one on this thread, one on another thread started while a
+// timed kernel (PERFTRACKER_SAMPLE_EVERY=1: its timing events pending) runs on a third stream.
+// Prints each graph's nodes and the return codes, then launches each graph kGraphLaunches times.
+int Graphs() {
+  simgpu_test::RegisterTestKernels();
+  cudaStream_t s, side, busy;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaStreamCreateWithFlags(&busy, cudaStreamNonBlocking));
+  void* dev = nullptr;
+  CHECK_CUDA(cudaMalloc(&dev, 1 << 20));
+  const auto capture = [&](cudaStream_t stream, cudaGraph_t* graph) {
+    std::string codes = "begin=" + std::to_string(cudaStreamBeginCapture(stream,
+                                                   cudaStreamCaptureModeGlobal));
+    for (int i = 0; i < kCaptured; ++i) Launch(simgpu_test::GemmKernel(), kGemmNs, stream);
+    codes += " memset=" + std::to_string(cudaMemsetAsync(dev, 0, 4096, stream));
+    // Long enough for the device-timer thread to poll the pending events many times.
+    usleep(300'000);
+    codes += " end=" + std::to_string(cudaStreamEndCapture(stream, graph));
+    return codes;
+  };
+  // A long kernel: its timing events stay pending through both captures.
+  Launch(simgpu_test::GemmKernel(), 2'000'000'000, busy);
+  cudaGraph_t here = nullptr, there = nullptr;
+  const std::string codes_here = capture(s, &here);
+  std::string codes_there;
+  std::thread other([&] { codes_there = capture(side, &there); });
+  other.join();
+  std::printf("here: %s | %s\n", codes_here.c_str(), here ? Describe(here).c_str() : "none");
+  std::printf("there: %s | %s\n", codes_there.c_str(), there ? Describe(there).c_str() : "none");
+  for (cudaGraph_t graph : {here, there}) {
+    if (graph == nullptr) continue;
+    cudaGraphExec_t exec;
+    CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    for (int i = 0; i < kGraphLaunches; ++i) CHECK_CUDA(cudaGraphLaunch(exec, s));
+  }
+  CHECK_CUDA(cudaDeviceSynchronize());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "runtime") return Runtime();
   if (mode == "cupti-first") return CuptiFirst();
+  if (mode == "graphs") return Graphs();
   if (mode == "nccl" && argc > 3) return Nccl(std::atoi(argv[2]), argv[3]);
   if (mode == "nccl-nonblocking" && argc > 3) return NcclNonBlocking(std::atoi(argv[2]), argv[3]);
   std::fprintf(stderr, "usage: workload runtime|cupti-first|nccl ITERS IDFILE\n");

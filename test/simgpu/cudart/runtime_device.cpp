@@ -6,6 +6,7 @@
 
 #include "core/config.h"
 #include "core/registry.h"
+#include "cudart/runtime_internal.h"
 #include "cudart/runtime_state.h"
 
 namespace simgpu::cudart {
@@ -153,6 +154,7 @@ cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned int) {
 }
 
 cudaError_t cudaDeviceSynchronize(void) {
+  if (cudaError_t rc = CheckCaptureSafe(); rc != cudaSuccess) return rc;
   CurrentDevice()->Synchronize();
   return cudaSuccess;
 }

@@ -70,11 +70,13 @@ cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, uns
 
 cudaError_t cudaEventQuery(cudaEvent_t event) {
   if (!event) return sc::Fail(cudaErrorInvalidResourceHandle);
+  if (cudaError_t rc = sc::CheckCaptureSafe(); rc != cudaSuccess) return rc;
   return sc::ToEvent(event)->Query() ? cudaSuccess : cudaErrorNotReady;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   if (!event) return sc::Fail(cudaErrorInvalidResourceHandle);
+  if (cudaError_t rc = sc::CheckCaptureSafe(); rc != cudaSuccess) return rc;
   sc::ToEvent(event)->Synchronize();
   return cudaSuccess;
 }

@@ -1,7 +1,19 @@
 // CUDA graphs through stream capture: work launched on a capturing stream is recorded instead of
 // run; cudaGraphLaunch replays it in order on the launch stream (so CUPTI sees every kernel).
 // NCCL work captured into a graph is not supported (its sequence numbers are host-ordered).
+//
+// Capture interaction modes as CUDA defines them: a "potentially unsafe" call (CheckCaptureSafe)
+// made by a thread in global mode while another thread captures in global mode, or by any
+// non-relaxed thread while it captures itself in a non-relaxed mode, fails with
+// cudaErrorStreamCaptureUnsupported and invalidates those captures (their end reports
+// cudaErrorStreamCaptureInvalidated). A thread's mode is set by
+// cudaThreadExchangeStreamCaptureMode.
 #include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 #include "core/activity.h"
 #include "cudart/runtime_internal.h"
@@ -13,13 +25,47 @@ namespace {
 Graph* ToGraph(cudaGraph_t graph) { return reinterpret_cast<Graph*>(graph); }
 Graph* ToGraph(cudaGraphExec_t exec) { return reinterpret_cast<Graph*>(exec); }
 
+// One capture sequence in progress.
+struct Capture {
+  Stream* stream;
+  cudaStreamCaptureMode mode;
+  std::thread::id thread;
+  bool invalidated;
+};
+std::mutex g_captures_mu;
+std::vector<Capture> g_captures;  // guarded by g_captures_mu
+thread_local cudaStreamCaptureMode t_mode = cudaStreamCaptureModeGlobal;
+
 }  // namespace
 
-cudaError_t StreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode, bool per_thread) {
+cudaError_t CheckCaptureSafe() {
+  if (t_mode == cudaStreamCaptureModeRelaxed) return cudaSuccess;
+  const std::thread::id self = std::this_thread::get_id();
+  std::lock_guard<std::mutex> lock(g_captures_mu);
+  bool prohibited = false;
+  for (Capture& c : g_captures) {
+    const bool mine = c.thread == self && c.mode != cudaStreamCaptureModeRelaxed;
+    const bool global = t_mode == cudaStreamCaptureModeGlobal &&
+                        c.mode == cudaStreamCaptureModeGlobal;
+    if (mine || global) {
+      c.invalidated = true;
+      prohibited = true;
+    }
+  }
+  return prohibited ? Fail(cudaErrorStreamCaptureUnsupported) : cudaSuccess;
+}
+
+cudaError_t StreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode, bool per_thread) {
+  if (mode != cudaStreamCaptureModeGlobal && mode != cudaStreamCaptureModeThreadLocal &&
+      mode != cudaStreamCaptureModeRelaxed) {
+    return Fail(cudaErrorInvalidValue);
+  }
   Stream* s = ResolveStream(stream, per_thread);
   if (s == CurrentDevice()->Legacy()) return Fail(cudaErrorStreamCaptureUnsupported);
   if (s->capture()) return Fail(cudaErrorIllegalState);
   s->set_capture(new Graph);
+  std::lock_guard<std::mutex> lock(g_captures_mu);
+  g_captures.push_back({s, mode, std::this_thread::get_id(), false});
   return cudaSuccess;
 }
 
@@ -27,8 +73,69 @@ cudaError_t StreamEndCapture(cudaStream_t stream, cudaGraph_t* graph, bool per_t
   if (!graph) return Fail(cudaErrorInvalidValue);
   Stream* s = ResolveStream(stream, per_thread);
   if (!s->capture()) return Fail(cudaErrorIllegalState);
-  *graph = reinterpret_cast<cudaGraph_t>(s->capture());
+  bool invalidated = false;
+  {
+    std::lock_guard<std::mutex> lock(g_captures_mu);
+    auto it = std::find_if(g_captures.begin(), g_captures.end(),
+                           [s](const Capture& c) { return c.stream == s; });
+    if (it != g_captures.end()) {
+      if (it->mode != cudaStreamCaptureModeRelaxed && it->thread != std::this_thread::get_id()) {
+        return Fail(cudaErrorStreamCaptureWrongThread);
+      }
+      invalidated = it->invalidated;
+      g_captures.erase(it);
+    }
+  }
+  Graph* captured = s->capture();
   s->set_capture(nullptr);
+  if (invalidated) {
+    delete captured;
+    *graph = nullptr;
+    return Fail(cudaErrorStreamCaptureInvalidated);
+  }
+  *graph = reinterpret_cast<cudaGraph_t>(captured);
+  return cudaSuccess;
+}
+
+cudaError_t ExchangeCaptureMode(cudaStreamCaptureMode* mode) {
+  if (!mode || (*mode != cudaStreamCaptureModeGlobal &&
+                *mode != cudaStreamCaptureModeThreadLocal &&
+                *mode != cudaStreamCaptureModeRelaxed)) {
+    return Fail(cudaErrorInvalidValue);
+  }
+  std::swap(*mode, t_mode);
+  return cudaSuccess;
+}
+
+cudaError_t GraphGetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t* count) {
+  if (!graph || !count) return Fail(cudaErrorInvalidValue);
+  std::vector<WorkSpec>& all = ToGraph(graph)->nodes;
+  if (nodes != nullptr) {
+    // As CUDA: fills min(*count, nodes) handles, then reports how many there are.
+    for (size_t i = 0; i < std::min(*count, all.size()); ++i) {
+      nodes[i] = reinterpret_cast<cudaGraphNode_t>(&all[i]);
+    }
+  }
+  *count = all.size();
+  return cudaSuccess;
+}
+
+cudaError_t GraphNodeGetType(cudaGraphNode_t node, cudaGraphNodeType* type) {
+  if (!node || !type) return Fail(cudaErrorInvalidValue);
+  switch (reinterpret_cast<const WorkSpec*>(node)->kind) {
+    case WorkKind::kMemcpy:
+      *type = cudaGraphNodeTypeMemcpy;
+      break;
+    case WorkKind::kMemset:
+      *type = cudaGraphNodeTypeMemset;
+      break;
+    case WorkKind::kMarker:
+      *type = cudaGraphNodeTypeEmpty;
+      break;
+    default:  // kernels, NCCL's kernels, host functions run as programs
+      *type = cudaGraphNodeTypeKernel;
+      break;
+  }
   return cudaSuccess;
 }
 
@@ -71,10 +178,15 @@ cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureSta
 }
 
 cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode* mode) {
-  if (!mode) return sc::Fail(cudaErrorInvalidValue);
-  // The simulator has a single capture behaviour; report global mode and keep the caller's.
-  *mode = cudaStreamCaptureModeGlobal;
-  return cudaSuccess;
+  return sc::ExchangeCaptureMode(mode);
+}
+
+cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t* count) {
+  return sc::GraphGetNodes(graph, nodes, count);
+}
+
+cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType* type) {
+  return sc::GraphNodeGetType(node, type);
 }
 
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long) {

@@ -36,6 +36,12 @@ cudaError_t StreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode, 
 cudaError_t StreamEndCapture(cudaStream_t stream, cudaGraph_t* graph, bool per_thread);
 cudaError_t StreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status,
                               bool per_thread);
+// cudaErrorStreamCaptureUnsupported (and the captures it concerns invalidated) when the calling
+// thread may not make a potentially unsafe call now (capture modes, runtime_graphs.cpp).
+cudaError_t CheckCaptureSafe();
+cudaError_t ExchangeCaptureMode(cudaStreamCaptureMode* mode);
+cudaError_t GraphGetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t* count);
+cudaError_t GraphNodeGetType(cudaGraphNode_t node, cudaGraphNodeType* type);
 cudaError_t GraphLaunch(cudaGraphExec_t exec, cudaStream_t stream, bool per_thread);
 
 }  // namespace simgpu::cudart

@@ -192,6 +192,7 @@ extern "C" {
 
 cudaError_t cudaMalloc(void** ptr, size_t size) {
   if (!ptr) return sc::Fail(cudaErrorInvalidValue);
+  if (cudaError_t rc = sc::CheckCaptureSafe(); rc != cudaSuccess) return rc;
   *ptr = simgpu::AllocDeviceMemory(sc::CurrentDeviceOrdinal(), size);
   return *ptr ? cudaSuccess : sc::Fail(cudaErrorMemoryAllocation);
 }

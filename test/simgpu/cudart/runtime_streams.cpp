@@ -20,11 +20,13 @@ cudaError_t Create(cudaStream_t* handle, unsigned flags, int priority) {
 cudaError_t StreamSynchronize(cudaStream_t stream, bool per_thread) {
   Stream* s = ResolveStream(stream, per_thread);
   if (s->capture()) return Fail(cudaErrorStreamCaptureUnsupported);
+  if (cudaError_t rc = CheckCaptureSafe(); rc != cudaSuccess) return rc;
   if (WorkRef last = s->Last()) s->WaitComplete(last);
   return cudaSuccess;
 }
 
 cudaError_t StreamQuery(cudaStream_t stream, bool per_thread) {
+  if (cudaError_t rc = CheckCaptureSafe(); rc != cudaSuccess) return rc;
   Stream* s = ResolveStream(stream, per_thread);
   WorkRef last = s->Last();
   return !last || s->IsComplete(last) ? cudaSuccess : cudaErrorNotReady;

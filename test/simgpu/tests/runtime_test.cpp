@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "tests/test_kernels.h"
@@ -218,6 +219,55 @@ TEST_CASE("copies move bytes and take PCIe time", "[simgpu][runtime]") {
   CHECK(cudaFree(dev) == cudaErrorInvalidValue);
   cudaGetLastError();
   CHECK(cudaFreeHost(host) == cudaSuccess);
+  cudaStreamDestroy(s);
+}
+
+TEST_CASE("capture modes: an unsafe call from another thread invalidates a global capture",
+          "[simgpu][runtime]") {
+  cudaStream_t s;
+  REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+  cudaEvent_t ev;
+  REQUIRE(cudaEventCreate(&ev) == cudaSuccess);
+  void* dev = nullptr;
+  REQUIRE(cudaMalloc(&dev, 4096) == cudaSuccess);
+  // Returns (query result, end-of-capture result, node count) for a global capture during which
+  // another thread in mode `other_mode` queries an event.
+  const auto run = [&](cudaStreamCaptureMode other_mode) {
+    REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess);
+    Launch(simgpu_test::GemmKernel(), kMs, s);
+    REQUIRE(cudaMemsetAsync(dev, 0, 4096, s) == cudaSuccess);
+    cudaError_t query = cudaSuccess;
+    std::thread([&] {
+      cudaStreamCaptureMode mode = other_mode;
+      REQUIRE(cudaThreadExchangeStreamCaptureMode(&mode) == cudaSuccess);
+      CHECK(mode == cudaStreamCaptureModeGlobal);  // every thread starts in global mode
+      query = cudaEventQuery(ev);
+      cudaGetLastError();
+    }).join();
+    cudaGraph_t graph = nullptr;
+    const cudaError_t end = cudaStreamEndCapture(s, &graph);
+    cudaGetLastError();
+    size_t nodes = 0;
+    if (graph != nullptr) {
+      REQUIRE(cudaGraphGetNodes(graph, nullptr, &nodes) == cudaSuccess);
+      std::vector<cudaGraphNode_t> handles(nodes);
+      REQUIRE(cudaGraphGetNodes(graph, handles.data(), &nodes) == cudaSuccess);
+      cudaGraphNodeType type;
+      REQUIRE(cudaGraphNodeGetType(handles[0], &type) == cudaSuccess);
+      CHECK(type == cudaGraphNodeTypeKernel);
+      REQUIRE(cudaGraphNodeGetType(handles[1], &type) == cudaSuccess);
+      CHECK(type == cudaGraphNodeTypeMemset);
+      cudaGraphDestroy(graph);
+    }
+    return std::tuple{query, end, nodes};
+  };
+  CHECK(run(cudaStreamCaptureModeGlobal) ==
+        std::tuple{cudaErrorStreamCaptureUnsupported, cudaErrorStreamCaptureInvalidated,
+                   size_t{0}});
+  CHECK(run(cudaStreamCaptureModeThreadLocal) == std::tuple{cudaSuccess, cudaSuccess, size_t{2}});
+  CHECK(run(cudaStreamCaptureModeRelaxed) == std::tuple{cudaSuccess, cudaSuccess, size_t{2}});
+  cudaFree(dev);
+  cudaEventDestroy(ev);
   cudaStreamDestroy(s);
 }
 
