@@ -33,7 +33,9 @@ namespace perftracker::analyzer {
   X(kWorldSizeMismatch, "world_size_mismatch", "files disagree about the world size")      \
   X(kDroppedEvents, "dropped_events", "events the collector dropped (buffers full)")       \
   X(kDroppedFunctions, "dropped_functions", "functions that did not fit the table")        \
-  X(kDroppedWindows, "dropped_windows", "windows the collector could not store")
+  X(kDroppedWindows, "dropped_windows", "windows the collector could not store")          \
+  X(kPythonUnrecorded, "python_unrecorded",                                                \
+    "windows missing Python functions (another tool's frame evaluator did not call ours)")
 
 enum class Diagnostic : uint8_t {
 #define PERFTRACKER_ENUM(e, name, doc) e,

@@ -90,6 +90,7 @@ std::optional<RankData> ReadRankFile(const std::string& path, Dataset* ds) {
     r.health.dropped_events += window.health.dropped_events;
     r.health.dropped_functions += window.health.dropped_functions;
     r.health.dropped_windows = std::max(r.health.dropped_windows, window.health.dropped_windows);
+    r.python_unrecorded_windows += window.python_unrecorded;
     return true;
   });
   r.stats = reader.contents().stats;
@@ -190,6 +191,10 @@ void CountRanks(Dataset* ds) {
     ds->diagnostics.Add(Diagnostic::kDroppedEvents, r.health.dropped_events);
     ds->diagnostics.Add(Diagnostic::kDroppedFunctions, r.health.dropped_functions);
     ds->diagnostics.Add(Diagnostic::kDroppedWindows, r.health.dropped_windows);
+    ds->diagnostics.Add(Diagnostic::kPythonUnrecorded, r.python_unrecorded_windows,
+                        "rank " + std::to_string(r.rank()) + ": Python functions missing from " +
+                            std::to_string(r.python_unrecorded_windows) + " of " +
+                            std::to_string(r.windows) + " windows");
   }
   if (sizes.size() > 1) ds->diagnostics.Add(Diagnostic::kWorldSizeMismatch, sizes.size() - 1);
   ds->expected = sizes.empty() ? 0 : std::max(*sizes.rbegin(), *present.rbegin() + 1);

@@ -92,6 +92,7 @@ json ToJson(const format::Window& w) {
     out["device_idle_ns"] = w.device_idle_ns;
   }
   if (w.cuda_runtimes != 0) out["cuda_runtimes"] = w.cuda_runtimes;
+  if (w.python_unrecorded) out["python_unrecorded"] = true;
   return out;
 }
 

@@ -121,6 +121,7 @@ struct RankData {
   format::Health health;
   format::Histogram iteration_hist;
   uint64_t windows = 0;
+  uint64_t python_unrecorded_windows = 0;  // windows missing Python functions (FORMAT.md)
   int shift = 0;            // slot key = iter_begin >> shift
   std::vector<Slot> slots;  // sorted by key
 

@@ -37,6 +37,13 @@ void Header(const Report& rep, std::ostream& out) {
     any = true;
   }
   out << (any ? "\n" : " clean (no damage, no drops)\n");
+  for (const RankData& r : ds.ranks) {
+    if (r.python_unrecorded_windows == 0) continue;
+    out << "warning: rank " << r.rank() << ": Python functions missing from "
+        << r.python_unrecorded_windows << " of " << r.windows
+        << " windows (another tool's frame evaluator did not call ours); its Python functions "
+           "compare with their peers' only where they were recorded\n";
+  }
   double lo = 1e300, hi = 0, p99 = 0;
   for (const RankIterations& it : rep.iterations) {
     if (it.count == 0) continue;

@@ -63,7 +63,9 @@ namespace perftracker::preload {
   X(PY_FORCE_VERSION, String, py_force_version, nullptr,                                       \
     "testing: treat the interpreter as this `3.N` version (an unknown one: pass-through)")     \
   X(TEST_WRITE_DELAY_MS, Uint, test_write_delay_ms, 0,                                          \
-    "testing: the writer sleeps this long before each ring-file write (a slow disk)")
+    "testing: the writer sleeps this long before each ring-file write (a slow disk)")          \
+  X(TEST_WATCH_MS, Uint, test_watch_ms, 1000,                                                   \
+    "testing: how often the writer thread looks whether Python's frame evaluator is still ours")
 
 struct Config {
 #define PERFTRACKER_CONFIG_FIELD(NAME, TYPE, field, def, doc) TYPE##Value field = def;

@@ -65,9 +65,9 @@ Slot InternCollective(uint64_t comm_id, uint32_t comm_size, uint32_t comm_rank,
 using PythonStackProvider = void (*)(std::vector<std::string>* frames);
 void SetPythonStackProvider(PythonStackProvider provider);
 
-// Runs on the writer thread about once a second, holding none of the recorder's locks and not
-// the GIL: for checks that must not wait for hooked code to call in (the CPython hooks: is our
-// frame evaluator still installed?). It must not block.
+// Runs on the writer thread about once a second (PERFTRACKER_TEST_WATCH_MS), holding none of
+// the recorder's locks and not the GIL: for checks that must not wait for hooked code to call in
+// (the CPython hooks: is our frame evaluator still installed?). It must not block.
 using WriterTick = void (*)();
 void SetWriterTick(WriterTick tick);
 

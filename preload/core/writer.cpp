@@ -60,6 +60,7 @@ struct WriterState {
   uint64_t drain_ns = 0;
   uint64_t last_live_ns = 0;
   uint64_t last_tick_ns = 0;
+  uint64_t tick_ns = 1'000'000'000;  // PERFTRACKER_TEST_WATCH_MS
   uint64_t windows_written = 0;
   uint64_t windows_failed = 0;
   bool warned_write = false;
@@ -183,7 +184,7 @@ void Round(WriterState& w) {
   w.mode_trigger->Poll(now);
   while (auto window = w.aggregator->TakeFinished(now, tables)) Append(w, *window);
   if (now - w.last_live_ns >= 1'000'000'000ull) WriteLive(w, now);
-  if (now - w.last_tick_ns >= 1'000'000'000ull) {
+  if (now - w.last_tick_ns >= w.tick_ns) {
     w.last_tick_ns = now;
     if (WriterTick tick = GetWriterTick()) tick();
   }
@@ -297,6 +298,7 @@ bool StartWriter(const Config& config, format::Identity identity, OutputDir dir)
   w->aggregator = std::make_unique<Aggregator>(
       config.window_iters, config.window_s * 1'000'000'000ull, identity.start_mono_ns);
   w->drain_ns = config.drain_ms * 1'000'000ull;
+  w->tick_ns = std::max<uint64_t>(config.test_watch_ms, 1) * 1'000'000ull;
   // $PERFTRACKER_DIR/<job>/trigger: the host directory's parent.
   w->mode_trigger =
       std::make_unique<ModeTrigger>(config, dir.path.substr(0, dir.path.rfind('/')) + "/trigger");

@@ -47,119 +47,13 @@ void InstallEvalHook() {
   if (current == nullptr) current = g_api.eval_frame_default;
   if (current != g_api.eval_frame_default) {
     // Installed before us (a debugger's frame evaluator, Dynamo already enabled): it did not
-    // capture us, so chaining it cannot recurse; but if it later restores its own saved
-    // evaluator, we are gone (reported by the gc-time check in cpython_gc.cpp's caller).
+    // capture us, so chaining it cannot recurse; if it later restores the evaluator it saved
+    // (the default), we are gone until the watch reinstalls us (cpython_watch.cpp).
     Warn("another Python frame evaluator is installed; chaining to it");
   }
   g_hook.previous = current;
   g_api.SetEvalFrameFunc(interp, &EvalHook);
 }
-
-}  // namespace
-
-// Whether the installed (foreign) evaluator still reaches EvalHook: evaluates one frame of a
-// function of ours, unrecorded, and looks for it. No hook call since the last check alone does
-// not tell: a thread may just have been in C code (or in two gc.collect() calls in a row).
-// GIL held; any Python error is cleared, and then the answer is "no".
-bool CallsUs() {
-  static PyObject* probe = nullptr;  // `lambda: None`, kept for the process
-  PyObject *type, *value, *traceback;
-  g_api.ErrFetch(&type, &value, &traceback);
-  if (probe == nullptr) {
-    PyObject* builtins = g_api.ImportModule("builtins");
-    PyObject* name = g_api.UnicodeFromString("eval");
-    PyObject* source = g_api.UnicodeFromString("lambda: None");
-    PyObject* globals = g_api.DictNew();
-    if (builtins && name && source && globals) {
-      probe = g_api.CallMethodObjArgs(builtins, name, source, globals, nullptr);
-    }
-    PyObject* code = probe != nullptr ? g_api.GetAttrString(probe, "__code__") : nullptr;
-    if (code == nullptr || g_api.CodeSetExtra(code, g_hook.extra_index, UnrecordedInfo()) != 0) {
-      if (probe != nullptr) g_api.DecRef(probe);
-      probe = nullptr;
-    }
-    for (PyObject* o : {code, globals, source, name, builtins}) {
-      if (o != nullptr) g_api.DecRef(o);
-    }
-  }
-  bool called = false;
-  if (probe != nullptr) {
-    const uint64_t before = ThreadHookCalls();
-    PyObject* result = g_api.CallObject(probe, nullptr);
-    called = ThreadHookCalls() != before;
-    if (result != nullptr) g_api.DecRef(result);
-  }
-  g_api.ErrClear();
-  g_api.ErrRestore(type, value, traceback);
-  return called;
-}
-
-namespace {
-// Set once the slot's loss was handled (reinstalled, or reported); read by the writer's watch.
-std::atomic<bool> g_eval_loss_reported{false};
-std::atomic<bool> g_check_pending{false};
-std::atomic<bool> g_python_exiting{false};
-PyInterpreterState* g_interp = nullptr;
-
-int PendingCheck(void*) {
-  g_check_pending.store(false);
-  CheckEvalHook();
-  return 0;
-}
-
-// The writer thread, about once a second, without the GIL: a gc may be rare (or disabled), so
-// the slot is also watched from outside. Reading interp->eval_frame is a plain load; the check
-// itself runs on the main thread with the GIL, at its next bytecode boundary.
-void WatchEvalHook() {
-  // Not g_hook.monitoring: that is the GIL's to read, and only a handled loss starts it.
-  if (g_python_exiting.load() || g_interp == nullptr || g_eval_loss_reported.load()) return;
-  if (g_api.GetEvalFrameFunc(g_interp) == &EvalHook) return;
-  if (!g_check_pending.exchange(true) && g_api.AddPendingCall(&PendingCheck, nullptr) != 0) {
-    g_check_pending.store(false);  // the queue is full: next second
-  }
-}
-}  // namespace
-
-void MarkPythonExiting() { g_python_exiting.store(true); }
-
-// GIL held (gc callback, or a pending call the writer's watch scheduled). Dynamo-style tools
-// save the evaluator they find and restore it later;
-// one that enabled itself before us restores the default and silently drops our hook. A reset
-// to the default is undone. A foreign evaluator that no longer calls us (no hook call on this
-// thread since the last check, nor for a probe frame) cannot be undone without fighting its owner:
-// on 3.12+ recording goes on through sys.monitoring; before, the loss is reported once.
-void CheckEvalHook() {
-  static uint64_t last_calls = 0;
-  if (g_hook.previous == nullptr || g_eval_loss_reported.load()) return;
-  PyInterpreterState* interp = g_api.InterpreterGet();
-  const EvalFrameFn current = g_api.GetEvalFrameFunc(interp);
-  const uint64_t calls = ThreadHookCalls();
-  if (current == &EvalHook) {
-    last_calls = calls;
-    return;
-  }
-  if (current == g_api.eval_frame_default || current == nullptr) {
-    Warn("the Python frame evaluator was reset by another tool; reinstalled");
-    g_api.SetEvalFrameFunc(interp, &EvalHook);
-    g_eval_loss_reported.store(true);
-  } else if (calls == last_calls && !CallsUs()) {
-    int tool_id = 0;
-    if (StartMonitoring(&tool_id)) {
-      Warn(
-          "another tool replaced the Python frame evaluator; recording through sys.monitoring "
-          "(tool id %d)",
-          tool_id);
-    } else {
-      Warn(
-          "another tool replaced the Python frame evaluator; Python functions are no longer "
-          "recorded");
-    }
-    g_eval_loss_reported.store(true);
-  }
-  last_calls = calls;
-}
-
-namespace {
 
 // GIL held. Runs once; every failure leaves Python pass-through after at most one warning.
 void Install() {
@@ -208,8 +102,7 @@ void Install() {
   }
   SeedCurrentThread(g_api.ThreadStateGet());
   SetPythonStackProvider(&MainThreadStack);
-  g_interp = g_api.InterpreterGet();
-  SetWriterTick(&WatchEvalHook);
+  StartEvalWatch();
   InstallGcCallback();
   InstallAtexitFlush();
 }

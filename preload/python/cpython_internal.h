@@ -109,8 +109,11 @@ void ChargeToCaller(uint64_t ns);
 void MonitorStart(PyObject* code);
 void MonitorEnd();
 
-// cpython_install.cpp: notices when another tool took the frame-evaluation slot. GIL held.
+// cpython_watch.cpp: notices when another tool took the frame-evaluation slot, or gave it back.
+// GIL held; cheap when nothing changed (no Python call).
 void CheckEvalHook();
+// Starts the writer thread's watch of the slot. At install, GIL held.
+void StartEvalWatch();
 // The interpreter is finalizing (Python atexit): the writer stops reading its state.
 void MarkPythonExiting();
 

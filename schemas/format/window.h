@@ -145,6 +145,7 @@ struct Window {
   bool critical_path = false;  // functions carry critical_ns (FORMAT.md)
   uint64_t device_idle_ns = 0;
   uint32_t cuda_runtimes = 0;  // bit 0 the default runtime entry, bits 1-3 CUDA 11, 12, 13
+  bool python_unrecorded = false;  // Python functions missing from part of it (FORMAT.md)
   bool operator==(const Window&) const = default;
 };
 

@@ -170,6 +170,7 @@ bool DecodeWindow(std::span<const uint8_t> bytes, Window* out) {
   out->critical_path = w->critical_path();
   out->device_idle_ns = w->device_idle_ns();
   out->cuda_runtimes = w->cuda_runtimes();
+  out->python_unrecorded = w->python_unrecorded();
   if (!DecodeFunctions(w->functions(), &out->functions)) return false;
   if (!DecodeCollectives(w->collectives(), &out->collectives)) return false;
   out->iterations = IterationStats{};

@@ -120,6 +120,37 @@ TEST_CASE("damaged inputs give partial results and diagnostics", "[analyzer][ing
   CHECK(j["candidates"][0]["category"] == "gpu_compute");
 }
 
+TEST_CASE("windows missing Python functions are a warning for their rank", "[analyzer][ingest]") {
+  const std::string dir = MakeTempDir();
+  JobSpec spec = SlowGpuJob();
+  // Rank 3 lost the frame-evaluation slot during windows 1 and 2 (of 4).
+  spec.edit = [](int rank, format::Window* w) {
+    w->python_unrecorded = rank == 3 && (w->window_seq == 1 || w->window_seq == 2);
+  };
+  WriteJob(dir, spec);
+  const CliResult json = Cli({"analyze", dir, "--json", "-"});
+  const CliResult text = Cli({"analyze", dir});
+  const std::string file = dir + "/job/node0/rank-3.ptr";
+  const CliResult dump = Cli({"dump", file});
+  RemoveTree(dir);
+  REQUIRE(json.code == 0);
+  CHECK(Diag(json.json, "python_unrecorded") == 2);
+  CHECK(json.json["inputs"]["messages"] ==
+        Json::array({"python_unrecorded: rank 3: Python functions missing from 2 of 4 windows"}));
+  REQUIRE(text.code == 0);
+  CHECK(text.out.find("warning: rank 3: Python functions missing from 2 of 4 windows") !=
+        std::string::npos);
+  CHECK(text.out.find("warning: rank 2") == std::string::npos);
+  // dump shows the flag on the windows that carry it, and only there.
+  REQUIRE(dump.code == 0);
+  size_t flagged = 0, pos = 0;
+  while ((pos = dump.out.find("\"python_unrecorded\":true", pos)) != std::string::npos) {
+    ++flagged;
+    ++pos;
+  }
+  CHECK(flagged == 2);
+}
+
 TEST_CASE("exit codes and error lines", "[analyzer][cli]") {
   CHECK(Cli({"analyze"}).code == 2);
   CHECK(Cli({"analyze", "/nonexistent/dir"}).code == 2);

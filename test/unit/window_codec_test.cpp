@@ -53,6 +53,14 @@ TEST_CASE("the window's recording mode round-trips; absent reads as light", "[co
   CHECK_FALSE(RoundTrip(Window{}).detailed);  // the field is left out when false, as old writers
 }
 
+TEST_CASE("the Python-unrecorded flag round-trips; absent reads as false", "[codec]") {
+  Window w;
+  w.python_unrecorded = true;
+  CHECK(RoundTrip(w).python_unrecorded);
+  CHECK(RoundTrip(w) == w);
+  CHECK_FALSE(RoundTrip(Window{}).python_unrecorded);
+}
+
 TEST_CASE("function ids follow kind, name and caller, and agree across ranks", "[codec]") {
   const Window a = synthetic::MakeWindow(synthetic::JobShape{}, 0, 8, 0);
   const Window b = synthetic::MakeWindow(synthetic::JobShape{}, 7, 8, 4);

@@ -11,6 +11,8 @@ the CPython hooks recorded.
 Cases: workload (default), cprofile (the workload under cProfile: both see every call),
 torch_profiler (torch.profiler with_stack sees the same stacks with and without us),
 evaluator_reset (another tool restores the default evaluator: reinstalled, one warning),
+evaluator_swaps (evaluators taken and given back all along: recorded after each give-back, one
+warning, losses flagged in their windows),
 disabled, norank, unknown_version.
 """
 import argparse
@@ -145,6 +147,66 @@ def load_windows(cli, tmp, rank=0):
                 counts[q] = counts.get(q, 0) + p["count"]
         windows.append((rec["iter_begin"], rec.get("mode"), counts))
     return sorted(windows, key=lambda w: w[0])
+
+
+def load_flagged_windows(cli, tmp):
+    """Per window: (iter_begin, python_unrecorded, {qualname: count}) of the Python functions."""
+    files = glob.glob(os.path.join(tmp, "**", "rank-0.ptr"), recursive=True)
+    expect(len(files) == 1, f"expected one ring file, found {files}")
+    out = subprocess.run([cli, "dump", files[0]], capture_output=True, text=True, check=True)
+    windows = []
+    for line in out.stdout.splitlines():
+        rec = json.loads(line)
+        if rec.get("type") != "window":
+            continue
+        counts = {}
+        for p in rec["functions"]:
+            if p["kind"] == "python":
+                q = p["name"].rsplit(":", 1)[-1]
+                counts[q] = counts.get(q, 0) + p["count"]
+        windows.append((rec["iter_begin"], rec.get("python_unrecorded", False), counts))
+    return sorted(windows, key=lambda w: w[0])
+
+
+def check_swaps(args, tmp, p, minor):
+    """swap_workload.py: 50 Dynamo-like swaps, then 6 losses to an evaluator that does not call
+    us, each followed by a clean step; one window per step (windows 0-49 chained, 50 + 2j lossy,
+    51 + 2j clean, 62 the exit's). Before 3.12 lost() is never recorded and every lossy window is
+    flagged; 3.12+ records it through sys.monitoring from the first loss, whose window alone is
+    flagged (frames before the check that found it went unrecorded)."""
+    monitored = minor >= 12
+    expect(int(p.stdout.split("foreign evaluations: ")[1].split()[0]) > 0,
+           "the foreign evaluators ran")
+    warnings = [l for l in p.stderr.splitlines() if l.startswith("perftracker:")]
+    want = "sys.monitoring (tool id 4)" if monitored else "does not call ours"
+    expect(len(warnings) == 1 and want in warnings[0], f"stderr: {p.stderr}")
+    fns, iterations, _ = load_probe(tmp) if args.probe else load_ring(args.perftracker, tmp)
+    expect(iterations == 62, f"iterations: {iterations}")
+    # f from kept: one call path per step kind (<step>:kept:f), each counted in full.
+    tree = {(q, parent): [x.count for x in find(fns, q, parent)]
+            for q, parent in (("compiled", "chained_step"), ("f", "compiled"),
+                              ("kept", "chained_step"), ("kept", "lossy_step"),
+                              ("kept", "clean_step"), ("f", "kept"), ("lost", "lossy_step"),
+                              ("f", "lost"))}
+    lost = [24] if monitored else []
+    expect(tree == {("compiled", "chained_step"): [150], ("f", "compiled"): [150],
+                    ("kept", "chained_step"): [100], ("kept", "lossy_step"): [12],
+                    ("kept", "clean_step"): [12], ("f", "kept"): [100, 12, 12],
+                    ("lost", "lossy_step"): lost, ("f", "lost"): lost}, f"call tree: {tree}")
+    if args.probe:
+        return
+    windows = load_flagged_windows(args.perftracker, tmp)
+    expect([w[0] for w in windows] == list(range(63)),
+           f"window begins: {[w[0] for w in windows]}")
+    lossy = set(range(50, 62, 2))
+    flagged = {w[0] for w in windows if w[1]}
+    expect(flagged == ({50} if monitored else lossy), f"flagged windows: {sorted(flagged)}")
+    for begin, _, counts in windows[:62]:
+        # kept() runs after every give-back: recorded in each step's own window.
+        want = {"kept": 2, "lost": 4 if monitored and begin in lossy else 0,
+                "compiled": 3 if begin < 50 else 0}
+        got = {q: counts.get(q, 0) for q in want}
+        expect(got == want, f"window {begin}: {got}, expected {want}")
 
 
 def check_modes(args, tmp, light, iterations):
@@ -322,6 +384,16 @@ def main():
             fns = load_probe(tmp)[0] if args.probe else load_ring(args.perftracker, tmp)[0]
             counts = {q: [x.count for x in find(fns, "f", q)] for q in ("before", "after")}
             expect(counts == {"before": [50], "after": [100]}, f"f counts: {counts}")
+        elif args.case == "evaluator_swaps":
+            # Evaluators swapped in and out all along the run (swap_workload.py).
+            watch_s = "0" if args.probe else "0.1"
+            p = run(args, {"PERFTRACKER_STEP_FUNCTION": "chained_step,lossy_step,clean_step",
+                           "PERFTRACKER_WINDOW_ITERS": "1", "PERFTRACKER_TEST_WATCH_MS": "100"},
+                    tmp, script="swap_workload.py", script_args=(args.foreign, watch_s))
+            expect("swaps: done" in p.stdout, "workload output")
+            minor = int(subprocess.run([args.python, "-c", "import sys; print(sys.version_info[1])"],
+                                       capture_output=True, text=True).stdout)
+            check_swaps(args, tmp, p, minor)
         elif args.case == "foreign_chained":
             p = run(args, {}, tmp, script="foreign_workload.py", script_args=(args.foreign, "chain"))
             expect(int(p.stdout.split("foreign evaluations: ")[1].split()[0]) > 0,
@@ -350,7 +422,7 @@ def main():
                 expect(rows and rows[0][0] == "150", f"cProfile's count of f: {rows}")
             warnings = [l for l in p.stderr.splitlines() if l.startswith("perftracker:")]
             want = (f"sys.monitoring (tool id {3 if crowded else 4})" if monitored
-                    else "no longer recorded")
+                    else "does not call ours")
             expect(len(warnings) == 1 and want in warnings[0], f"stderr: {p.stderr}")
             fns = load_probe(tmp)[0] if args.probe else load_ring(args.perftracker, tmp)[0]
             counts = {q: [x.count for x in find(fns, "f", q)] for q in ("before", "after")}
