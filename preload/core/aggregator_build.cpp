@@ -115,6 +115,7 @@ format::Window Aggregator::Build(uint64_t end_ns, const Tables& tables) {
   w.critical_path = critical_path_;
   w.device_idle_ns = device_idle_ns_;
   w.cuda_runtimes = g_cuda_runtime_nodes.exchange(0, std::memory_order_relaxed);
+  g_cuda_runtime_nodes_ever.fetch_or(w.cuda_runtimes, std::memory_order_relaxed);
   w.python_unrecorded = g_python_unrecorded.Overlaps(window_start_ns_, end_ns);
   critical_path_ = false;
   device_idle_ns_ = 0;

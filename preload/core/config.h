@@ -65,7 +65,8 @@ namespace perftracker::preload {
   X(TEST_WRITE_DELAY_MS, Uint, test_write_delay_ms, 0,                                          \
     "testing: the writer sleeps this long before each ring-file write (a slow disk)")          \
   X(TEST_WATCH_MS, Uint, test_watch_ms, 1000,                                                   \
-    "testing: how often the writer thread looks whether Python's frame evaluator is still ours")
+    "testing: how often the writer thread runs its periodic checks (Python's frame evaluator "     \
+    "still ours, a CUDA runtime the hooks can see)")
 
 struct Config {
 #define PERFTRACKER_CONFIG_FIELD(NAME, TYPE, field, def, doc) TYPE##Value field = def;

@@ -45,6 +45,8 @@ inline void NoteCudaRuntimeNode(int node) {
     g_cuda_runtime_nodes.fetch_or(bit, std::memory_order_relaxed);
   }
 }
+// Every node called in a window already written (the writer's: runtime_visibility.cpp).
+inline std::atomic<uint32_t> g_cuda_runtime_nodes_ever{0};
 
 // Monotonic nanoseconds (CLOCK_MONOTONIC through the vDSO): the time base of every event.
 uint64_t NowNs();

@@ -24,9 +24,9 @@ class UnrecordedSpans {
   void Begin(uint64_t begin_ns) {
     Write([&] {
       const uint32_t n = count_.load(std::memory_order_relaxed);
-      spans_[n % kKept].begin.store(begin_ns, std::memory_order_relaxed);
-      spans_[n % kKept].end.store(kOpen, std::memory_order_relaxed);
-      count_.store(n + 1, std::memory_order_relaxed);
+      spans_[n % kKept].begin.store(begin_ns, std::memory_order_release);
+      spans_[n % kKept].end.store(kOpen, std::memory_order_release);
+      count_.store(n + 1, std::memory_order_release);
     });
   }
   // The open span, if any, ends: Python is recorded again from `end_ns`.
@@ -36,30 +36,34 @@ class UnrecordedSpans {
       if (n == 0) return;
       Span& s = spans_[(n - 1) % kKept];
       if (s.end.load(std::memory_order_relaxed) == kOpen) {
-        s.end.store(end_ns, std::memory_order_relaxed);
+        s.end.store(end_ns, std::memory_order_release);
       }
     });
   }
   // Whether a kept span overlaps [start_ns, end_ns). Writer thread; never blocks the check.
+  // Release stores and acquire loads order the sequence number around the spans without fences
+  // (which TSan cannot see): a load that sees a store of an update sees that update's odd number.
+  // An update never finishing (the thread that made it stopped mid-way in a fork) flags the window.
   bool Overlaps(uint64_t start_ns, uint64_t end_ns) const {
-    for (;;) {
+    for (int attempt = 0; attempt < kAttempts; ++attempt) {
       const uint32_t before = seq_.load(std::memory_order_acquire);
       if (before & 1) continue;  // a check is mid-update (a few stores)
       bool overlaps = false;
-      const uint32_t n = count_.load(std::memory_order_relaxed);
+      const uint32_t n = count_.load(std::memory_order_acquire);
       for (uint32_t i = n > kKept ? n - kKept : 0; i < n; ++i) {
         const Span& s = spans_[i % kKept];
-        const uint64_t begin = s.begin.load(std::memory_order_relaxed);
-        const uint64_t end = s.end.load(std::memory_order_relaxed);
+        const uint64_t begin = s.begin.load(std::memory_order_acquire);
+        const uint64_t end = s.end.load(std::memory_order_acquire);
         overlaps |= begin < end_ns && end > start_ns;
       }
-      std::atomic_thread_fence(std::memory_order_acquire);
       if (seq_.load(std::memory_order_relaxed) == before) return overlaps;
     }
+    return true;
   }
 
  private:
   static constexpr uint64_t kOpen = ~uint64_t{0};
+  static constexpr int kAttempts = 1 << 20;
   struct Span {
     std::atomic<uint64_t> begin{0};
     std::atomic<uint64_t> end{0};
@@ -68,7 +72,6 @@ class UnrecordedSpans {
   void Write(F update) {
     const uint32_t s = seq_.load(std::memory_order_relaxed);
     seq_.store(s + 1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_release);
     update();
     seq_.store(s + 2, std::memory_order_release);
   }

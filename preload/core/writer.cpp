@@ -25,6 +25,7 @@
 #include "preload/core/mode_trigger.h"
 #include "preload/core/output_dir.h"
 #include "preload/core/recorder_state.h"
+#include "preload/core/runtime_visibility.h"
 #include "preload/core/segment_order.h"
 
 namespace perftracker::preload {
@@ -187,6 +188,7 @@ void Round(WriterState& w) {
   if (now - w.last_tick_ns >= w.tick_ns) {
     w.last_tick_ns = now;
     if (WriterTick tick = GetWriterTick()) tick();
+    CheckCudaRuntimeVisible();
   }
 }
 

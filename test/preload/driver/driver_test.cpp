@@ -124,6 +124,53 @@ TEST_CASE("a driver client gets the same results with and without the tier", "[d
   CHECK(plain_tier.top.count("cuLaunchKernel") == 0);
 }
 
+namespace {
+
+// The driver-only client's stdout and stderr, with the writer's checks every 20 ms.
+std::string DriverOnly(const std::string& dir, const char* driver) {
+  pt::Env env = TierEnv(dir, driver);
+  env.push_back({"PERFTRACKER_TEST_WATCH_MS", "20"});
+  std::string out;
+  REQUIRE(pt::Run({"/bin/sh", "-c", "exec \"$0\" 300 2>&1", DRIVER_ONLY_CLIENT}, env, 60, &out) ==
+          0);
+  return out;
+}
+
+size_t Occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("a process the runtime hooks cannot see is told about the driver tier once",
+          "[driver][static]") {
+  const std::string warning = "PERFTRACKER_DRIVER=1 records them";
+  const std::string off = DriverOnly(pt::MakeTempDir(), "0");
+  CHECK(off.find("launched 100") != std::string::npos);
+  CHECK(Occurrences(off, warning) == 1);
+  // With the tier on its launches are recorded, and there is nothing to say.
+  const std::string dir = pt::MakeTempDir();
+  const std::string on = DriverOnly(dir, "1");
+  CHECK(on.find("launched 100") != std::string::npos);
+  CHECK(Occurrences(on, warning) == 0);
+  const pt::RankSummary tier = pt::ReadRank(dir, 0);
+  REQUIRE(tier.found);
+  CHECK(tier.kernels.at("static_kernel").count == 100);
+  // A process with a shared runtime beside the driver (driver_client) is never told.
+  std::string shared;
+  REQUIRE(pt::Run({"/bin/sh", "-c", "exec \"$0\" 2>&1", DRIVER_CLIENT},
+                  [&] {
+                    pt::Env env = TierEnv(pt::MakeTempDir(), "0");
+                    env.push_back({"PERFTRACKER_TEST_WATCH_MS", "20"});
+                    return env;
+                  }(),
+                  60, &shared) == 0);
+  CHECK(shared.find("cuLaunchKernel rc=0") != std::string::npos);
+  CHECK(Occurrences(shared, warning) == 0);
+}
+
 TEST_CASE("an unknown driver version turns the tier off with one warning", "[driver]") {
   const std::string dir = pt::MakeTempDir();
   pt::Env env = TierEnv(dir, "1");

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# The aarch64 part of the test command (Grace/GH200 nodes): cross-builds libperftracker.so and
+# its unit tests with Debian's g++-aarch64-linux-gnu against arm64 multiarch packages, checks the
+# exported symbol versions, and runs under qemu-user what emulation runs faithfully: the format
+# and recorder unit tests, and the symbol-binding programs with and without the library.
+# Not covered here (README "aarch64"): simgpu, the CUDA/NCCL/Python hook tests, real torch.
+#
+#   tools/cross_aarch64.sh [BUILD_DIR]      (default build-aarch64)
+# Ends with "aarch64: N passed, N failed", or "aarch64: skipped (reason)" and exit 0 where the
+# cross toolchain cannot be installed (not a Debian amd64 machine, no network).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+dir=$(realpath -m "${1:-build-aarch64}")
+native=${NATIVE_BUILD:-build}  # its analyzer reads the aarch64 ring files (same format)
+
+skip() { echo "aarch64: skipped ($*)"; exit 0; }
+
+[[ $(uname -m) == x86_64 ]] || skip "the cross toolchain is set up for x86-64 hosts only"
+command -v dpkg >/dev/null && command -v apt-get >/dev/null || skip "not a Debian machine"
+sudo=""
+[[ $(id -u) -eq 0 ]] || sudo=sudo
+arm64_dev=(libzstd-dev:arm64 libunwind-dev:arm64 libxxhash-dev:arm64 libflatbuffers-dev:arm64)
+packages=(g++-aarch64-linux-gnu qemu-user "${arm64_dev[@]}")
+missing=()
+for p in "${packages[@]}"; do
+  [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) == "install ok installed" ]] || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "aarch64: installing ${missing[*]}"
+  dpkg --print-foreign-architectures | grep -qx arm64 || $sudo dpkg --add-architecture arm64 ||
+    skip "cannot add the arm64 architecture"
+  { $sudo apt-get update -qq &&
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"; } >/dev/null 2>&1 ||
+    skip "cannot install ${missing[*]}"
+fi
+
+log="$dir/build.log"
+mkdir -p "$dir"
+targets=(perftracker unit_tests recorder_tests pt_two_runtimes pt_framework_main)
+if ! { cmake -S "$root" -B "$dir" -DCMAKE_TOOLCHAIN_FILE="$root/cmake/aarch64-linux-gnu.cmake" \
+         -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPERFTRACKER_SIMGPU=OFF -DPERFTRACKER_BENCHMARKS=OFF &&
+       cmake --build "$dir" -j"$(nproc)" "${targets[@]/#/--target=}"; } >"$log" 2>&1; then
+  tail -n 40 "$log"
+  echo "aarch64: 0 passed, 1 failed (cross build)"
+  exit 1
+fi
+
+passed=0
+failed=0
+check() {  # check NAME COMMAND...: one line per check
+  local out
+  if out=$("${@:2}" 2>&1); then
+    echo "aarch64: ok   $1"
+    passed=$((passed + 1))
+  else
+    echo "aarch64: FAIL $1"
+    echo "$out" | tail -n 20 | sed 's/^/    /'
+    failed=$((failed + 1))
+  fi
+}
+
+qemu=(qemu-aarch64 -L /usr/aarch64-linux-gnu)
+lib="$dir/preload/libperftracker.so"
+bind="$dir/test/preload/binding"
+
+# qemu-user 7.2 (bookworm) can hang in its emulation of clone: where a program cannot start a
+# thread, only the single-threaded checks run (the library's writer is a thread).
+probe="$dir/thread_probe"
+printf '%s\n' '#include <pthread.h>' 'static void* f(void* p) { return p; }' \
+  'int main(void) { pthread_t t; return pthread_create(&t, 0, f, 0) || pthread_join(t, 0); }' |
+  aarch64-linux-gnu-gcc -x c - -o "$probe" -pthread
+threads=1
+if ! timeout -s KILL 20 qemu-aarch64 -L /usr/aarch64-linux-gnu "$probe"; then
+  threads=0
+  echo "aarch64: qemu-user cannot start threads on this machine: checks that record are skipped"
+fi
+
+# dlopen/dlsym at aarch64's glibc base version (2.17) and 2.34, the hooks in every version node.
+exports() {
+  bash test/integration/exports_test.sh "$lib" "$dir/preload/exports.map" &&
+    nm -D "$lib" | grep -q ' dlopen@GLIBC_2.17$' && nm -D "$lib" | grep -q ' dlsym@GLIBC_2.17$'
+}
+check "exported symbol versions" exports
+# The kill test forks 120 writers: minutes under emulation, and nothing architecture-specific.
+check "unit tests (format, codec, ring)" "${qemu[@]}" "$dir/test/unit/unit_tests" "~[kill]"
+if ((threads)); then
+  check "recorder tests" "${qemu[@]}" "$dir/test/preload/core/recorder_tests"
+else
+  check "recorder tests (single-threaded ones)" "${qemu[@]}" "$dir/test/preload/core/recorder_tests" \
+    "[aggregator],[period],[critical]"
+fi
+
+# Runs a binding program three ways (no library, library passive, library recording) and
+# expects the same output each time and COUNT calls of NAME in the rank's ring file (recording
+# only where threads run).
+binding() {
+  local program=$1 name=$2 count=$3 expected out ring
+  local base=("${qemu[@]}" -E "LD_LIBRARY_PATH=$bind/libs")
+  expected=$("${base[@]}" "$bind/$program" ${4:-}) || return 1
+  out=$("${base[@]}" -E "LD_PRELOAD=$lib" "$bind/$program" ${4:-}) || return 1
+  [[ "$out" == "$expected" ]] || { echo "passive: '$out', without the library: '$expected'"; return 1; }
+  ((threads)) || return 0
+  ring=$(mktemp -d)
+  out=$("${base[@]}" -E "LD_PRELOAD=$lib" -E "PERFTRACKER_DIR=$ring" -E PERFTRACKER_JOB_ID=arm \
+        -E PERFTRACKER_SAMPLE_EVERY=1 -E RANK=0 -E WORLD_SIZE=1 "$bind/$program" ${4:-}) || return 1
+  [[ "$out" == "$expected" ]] || { echo "recording: '$out', without the library: '$expected'"; return 1; }
+  "$native/analyzer/perftracker" dump "$ring/arm/$(hostname)/rank-0.ptr" | python3 -c '
+import json, sys
+name, want = sys.argv[1], int(sys.argv[2])
+got = 0
+for line in sys.stdin:
+    r = json.loads(line)
+    if r["type"] == "window":
+        got += sum(f["count"] for f in r["functions"] if f["name"] == name)
+        got += sum(c["count"] for c in r["collectives"] if c["name"] == name)
+if got != want:
+    sys.exit(f"{name}: {got} recorded, {want} called")
+' "$name" "$count"
+  local rc=$?
+  rm -rf "$ring"
+  return $rc
+}
+if [[ -x "$native/analyzer/perftracker" ]]; then
+  check "two CUDA runtimes, each its own calls (local)" binding pt_two_runtimes cudaLaunchKernel 1700 local
+  check "two CUDA runtimes, each its own calls (global)" binding pt_two_runtimes cudaLaunchKernel 1700 global
+  check "frameworks' own NCCL loaded RTLD_LOCAL" binding pt_framework_main ncclAllReduce 158
+else
+  echo "aarch64: FAIL binding programs need the native analyzer at $native (build it first)"
+  failed=$((failed + 1))
+fi
+
+echo "aarch64: $passed passed, $failed failed"
+((failed == 0))
