@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up the machine, builds, and runs every test: the regular build (unit, integration,
 # simgpu, analyzer, scenarios), the unit tests again under ASan+UBSan, the fuzz targets for a
-# bounded number of runs, and the format benchmark. Ends with one line "N passed, N failed".
+# bounded number of runs, the aarch64 cross build under qemu-user, and the format benchmark. Ends with one line "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -75,6 +75,14 @@ if CC=clang CXX=clang++ targets="fuzz_seeds ring_reader_fuzz window_decode_fuzz"
 else
   echo "fuzz build failed"; failed=$((failed + 1))
 fi
+
+echo "== aarch64 cross build under qemu-user"
+aarch64_log=$(mktemp)
+tools/cross_aarch64.sh build-aarch64 2>&1 | tee "$aarch64_log"
+read -r a_passed a_failed < <(sed -n 's/^aarch64: \([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' "$aarch64_log")
+passed=$((passed + ${a_passed:-0}))
+failed=$((failed + ${a_failed:-0}))
+rm -f "$aarch64_log"
 
 echo "== format benchmark"
 if [[ -x build/test/bench/format_bench ]]; then

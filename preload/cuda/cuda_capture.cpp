@@ -19,6 +19,12 @@ enum Real { kBegin, kBeginPtsz, kEnd, kEndPtsz };
 
 [[gnu::constructor]] void ResolveCapture() { ResolveAll(g_real); }
 
+// Counted before the call returns to the application: its first captured launch sees it.
+cudaError_t Begun(cudaError_t rc) {
+  if (rc == cudaSuccess) g_open_captures.fetch_add(1, std::memory_order_relaxed);
+  return rc;
+}
+
 // An end ends the sequence when the stream no longer captures afterwards, whatever it returned
 // (an invalidated capture ends with an error); a refused end (wrong thread) leaves it open.
 template <typename Call>
@@ -39,23 +45,18 @@ cudaError_t End(cudaStream_t stream, Call call) {
 
 namespace perftracker::preload::versioned {
 
-// Counted before the call returns to the application: its first captured launch sees it.
 template <int kNode>
 cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
   const auto real = g_real(kNode, kBegin).Need<BeginFn>(__builtin_return_address(0));
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
-  const cudaError_t rc = real(stream, mode);
-  if (rc == cudaSuccess) g_open_captures.fetch_add(1, std::memory_order_relaxed);
-  return rc;
+  return Begun(real(stream, mode));
 }
 
 template <int kNode>
 cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, cudaStreamCaptureMode mode) {
   const auto real = g_real(kNode, kBeginPtsz).Need<BeginFn>(__builtin_return_address(0));
   if (real == nullptr) return cudaErrorSharedObjectSymbolNotFound;
-  const cudaError_t rc = real(stream, mode);
-  if (rc == cudaSuccess) g_open_captures.fetch_add(1, std::memory_order_relaxed);
-  return rc;
+  return Begun(real(stream, mode));
 }
 
 template <int kNode>

@@ -130,8 +130,8 @@ def load_ring(cli, tmp):
     return fns, iterations, stack
 
 
-def load_windows(cli, tmp, rank=0):
-    """Per window: (iter_begin, mode, {qualname: count}) of the Python functions."""
+def load_windows(cli, tmp, rank=0, field="mode", default=None):
+    """Per window: (iter_begin, its `field`, {qualname: count}) of the Python functions."""
     files = glob.glob(os.path.join(tmp, "**", f"rank-{rank}.ptr"), recursive=True)
     expect(len(files) == 1, f"expected one ring file, found {files}")
     out = subprocess.run([cli, "dump", files[0]], capture_output=True, text=True, check=True)
@@ -145,27 +145,13 @@ def load_windows(cli, tmp, rank=0):
             if p["kind"] == "python":
                 q = p["name"].rsplit(":", 1)[-1]
                 counts[q] = counts.get(q, 0) + p["count"]
-        windows.append((rec["iter_begin"], rec.get("mode"), counts))
+        windows.append((rec["iter_begin"], rec.get(field, default), counts))
     return sorted(windows, key=lambda w: w[0])
 
 
 def load_flagged_windows(cli, tmp):
     """Per window: (iter_begin, python_unrecorded, {qualname: count}) of the Python functions."""
-    files = glob.glob(os.path.join(tmp, "**", "rank-0.ptr"), recursive=True)
-    expect(len(files) == 1, f"expected one ring file, found {files}")
-    out = subprocess.run([cli, "dump", files[0]], capture_output=True, text=True, check=True)
-    windows = []
-    for line in out.stdout.splitlines():
-        rec = json.loads(line)
-        if rec.get("type") != "window":
-            continue
-        counts = {}
-        for p in rec["functions"]:
-            if p["kind"] == "python":
-                q = p["name"].rsplit(":", 1)[-1]
-                counts[q] = counts.get(q, 0) + p["count"]
-        windows.append((rec["iter_begin"], rec.get("python_unrecorded", False), counts))
-    return sorted(windows, key=lambda w: w[0])
+    return load_windows(cli, tmp, 0, "python_unrecorded", False)
 
 
 def check_swaps(args, tmp, p, minor):
