@@ -23,6 +23,9 @@ constexpr Command kCommands[] = {
      "                             the aligned windows as a trace for ui.perfetto.dev"},
     {"dump", DumpCommand, "dump FILE                  print a ring file as JSON lines"},
     {"run", RunCommand, "run [--dir D] -- CMD...    run CMD with libperftracker.so preloaded"},
+    {"selftest", SelftestCommand,
+     "selftest [--lib PATH] [--launches N] [--keep]\n"
+     "                             check the library on this node's GPU stack"},
 };
 
 void PrintUsage(std::ostream& os) {

@@ -21,5 +21,10 @@ int DiffCommand(std::span<const std::string> args, std::ostream& out, std::ostre
 int ExportCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 int DumpCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 int RunCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+int SelftestCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+
+// libperftracker.so: $PERFTRACKER_LIBRARY, else beside this binary as installed (../lib) or as
+// built (../preload); empty when not found.
+std::string FindPreloadLibrary();
 
 }  // namespace perftracker::analyzer

@@ -12,9 +12,8 @@
 #include "analyzer/cli.h"
 
 namespace perftracker::analyzer {
-namespace {
 
-std::string FindLibrary() {
+std::string FindPreloadLibrary() {
   if (const char* explicit_path = std::getenv("PERFTRACKER_LIBRARY")) return explicit_path;
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -27,8 +26,6 @@ std::string FindLibrary() {
   }
   return {};
 }
-
-}  // namespace
 
 int RunCommand(std::span<const std::string> args, std::ostream&, std::ostream& err) {
   std::string dir;
@@ -45,7 +42,7 @@ int RunCommand(std::span<const std::string> args, std::ostream&, std::ostream& e
     err << "usage: perftracker run [--dir D] -- COMMAND...\n";
     return kExitUsage;
   }
-  const std::string library = FindLibrary();
+  const std::string library = FindPreloadLibrary();
   if (library.empty()) {
     err << "perftracker: cannot find libperftracker.so next to this binary "
            "(set PERFTRACKER_LIBRARY)\n";

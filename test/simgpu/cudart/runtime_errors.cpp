@@ -33,6 +33,8 @@ constexpr ErrorText kErrors[] = {
     {cudaErrorIllegalState, "cudaErrorIllegalState",
      "the operation cannot be performed in the present state"},
     {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
+    {cudaErrorInvalidPtx, "cudaErrorInvalidPtx", "a PTX JIT compilation failed"},
+    {cudaErrorSymbolNotFound, "cudaErrorSymbolNotFound", "named symbol not found"},
     {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
 };
 

@@ -5,11 +5,18 @@
 
 #include <cuda_runtime_api.h>
 
+#include <functional>
+
 namespace simgpu::cudart {
 
-cudaError_t LaunchKernel(const void* func, dim3 grid, dim3 block, size_t shared_bytes,
-                         cudaStream_t stream, bool per_thread);
-cudaError_t LaunchKernelEx(const cudaLaunchConfig_t* config, const void* func, bool per_thread);
+// `args`: the kernel's parameters, read at launch by kernels with a simulated body.
+cudaError_t LaunchKernel(const void* func, dim3 grid, dim3 block, void** args,
+                         size_t shared_bytes, cudaStream_t stream, bool per_thread);
+cudaError_t LaunchKernelEx(const cudaLaunchConfig_t* config, const void* func, void** args,
+                           bool per_thread);
+// The device-side work of a library kernel with a simulated body (runtime_library.cpp), its
+// arguments bound now; empty for every other kernel.
+std::function<void()> BindKernelBody(const void* func, void** args, dim3 grid, dim3 block);
 cudaError_t LaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* user_data, bool per_thread);
 
 cudaError_t Memcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind, bool per_thread);

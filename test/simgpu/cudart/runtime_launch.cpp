@@ -43,8 +43,8 @@ bool ValidConfig(dim3 grid, dim3 block) {
 
 }  // namespace
 
-cudaError_t LaunchKernel(const void* func, dim3 grid, dim3 block, size_t shared_bytes,
-                         cudaStream_t stream, bool per_thread) {
+cudaError_t LaunchKernel(const void* func, dim3 grid, dim3 block, void** args,
+                         size_t shared_bytes, cudaStream_t stream, bool per_thread) {
   const char* name = func ? KernelName(func) : nullptr;
   if (!name) return Fail(cudaErrorInvalidDeviceFunction);
   if (!ValidConfig(grid, block)) return Fail(cudaErrorInvalidConfiguration);
@@ -61,14 +61,16 @@ cudaError_t LaunchKernel(const void* func, dim3 grid, dim3 block, size_t shared_
   spec.kernel.dynamic_shared_bytes = static_cast<uint32_t>(shared_bytes);
   spec.duration_ns = KernelDurationNs(spec.kernel);
   spec.correlation_id = NextCorrelationId();
+  spec.effect = BindKernelBody(func, args, grid, block);
   DeviceOf(s)->Enqueue(s, std::move(spec));
   return cudaSuccess;
 }
 
-cudaError_t LaunchKernelEx(const cudaLaunchConfig_t* config, const void* func, bool per_thread) {
+cudaError_t LaunchKernelEx(const cudaLaunchConfig_t* config, const void* func, void** args,
+                           bool per_thread) {
   if (!config) return Fail(cudaErrorInvalidValue);
   // Cluster and other attributes do not change the modelled duration.
-  return LaunchKernel(func, config->gridDim, config->blockDim, config->dynamicSmemBytes,
+  return LaunchKernel(func, config->gridDim, config->blockDim, args, config->dynamicSmemBytes,
                       config->stream, per_thread);
 }
 
@@ -135,13 +137,14 @@ cudaError_t __cudaPopCallConfiguration(dim3* grid, dim3* block, size_t* shared_b
   return cudaSuccess;
 }
 
-cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void**, size_t shared_bytes,
-                             cudaStream_t stream) {
-  return sc::LaunchKernel(func, grid, block, shared_bytes, stream, false);
+cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** args,
+                             size_t shared_bytes, cudaStream_t stream) {
+  return sc::LaunchKernel(func, grid, block, args, shared_bytes, stream, false);
 }
 
-cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void**) {
-  return sc::LaunchKernelEx(config, func, false);
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func,
+                               void** args) {
+  return sc::LaunchKernelEx(config, func, args, false);
 }
 
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* user_data) {

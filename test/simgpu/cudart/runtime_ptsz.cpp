@@ -15,13 +15,14 @@ namespace sc = simgpu::cudart;
 
 extern "C" {
 
-cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void**, size_t shared_bytes,
-                             cudaStream_t stream) {
-  return sc::LaunchKernel(func, grid, block, shared_bytes, stream, true);
+cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** args,
+                             size_t shared_bytes, cudaStream_t stream) {
+  return sc::LaunchKernel(func, grid, block, args, shared_bytes, stream, true);
 }
 
-cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void**) {
-  return sc::LaunchKernelEx(config, func, true);
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func,
+                               void** args) {
+  return sc::LaunchKernelEx(config, func, args, true);
 }
 
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* user_data) {

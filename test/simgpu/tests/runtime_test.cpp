@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -322,5 +323,71 @@ TEST_CASE("host functions run in stream order", "[simgpu][runtime]") {
               s, [](void* p) { *static_cast<int*>(p) = 42; }, &value) == cudaSuccess);
   REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
   CHECK(value == 42);
+  cudaStreamDestroy(s);
+}
+
+TEST_CASE("PTX libraries: entries are kernels, a simulated body does its work", "[simgpu][runtime]") {
+  // The entry names are what counts; the body of selftest_saxpy is simulated, not JIT-compiled.
+  const char* ptx =
+      ".version 7.0\n.target sm_75\n.address_size 64\n"
+      ".visible .entry selftest_saxpy(.param .u32 n, .param .f32 a, .param .u64 x, "
+      ".param .u64 y)\n{\n ret;\n}\n"
+      ".visible .entry\tother_kernel()\n{\n ret;\n}\n";
+  cudaLibrary_t lib = nullptr;
+  REQUIRE(cudaLibraryLoadData(&lib, ptx, nullptr, nullptr, 0, nullptr, nullptr, 0) ==
+          cudaSuccess);
+  CHECK(cudaLibraryLoadData(&lib, "\x7f" "ELF", nullptr, nullptr, 0, nullptr, nullptr, 0) ==
+        cudaErrorInvalidPtx);
+  cudaKernel_t saxpy = nullptr, other = nullptr, missing = nullptr;
+  REQUIRE(cudaLibraryGetKernel(&saxpy, lib, "selftest_saxpy") == cudaSuccess);
+  REQUIRE(cudaLibraryGetKernel(&other, lib, "other_kernel") == cudaSuccess);
+  CHECK(cudaLibraryGetKernel(&missing, lib, "selftest") == cudaErrorSymbolNotFound);
+  cudaGetLastError();
+  const char* name = nullptr;
+  REQUIRE(cudaFuncGetName(&name, reinterpret_cast<const void*>(saxpy)) == cudaSuccess);
+  CHECK(std::string(name) == "selftest_saxpy");
+
+  constexpr uint32_t kN = 1000;
+  std::vector<float> host_x(kN), host_y(kN);
+  for (uint32_t i = 0; i < kN; ++i) host_x[i] = float(i), host_y[i] = 1.0f;
+  float *x = nullptr, *y = nullptr;
+  REQUIRE(cudaMalloc(reinterpret_cast<void**>(&x), kN * sizeof(float)) == cudaSuccess);
+  REQUIRE(cudaMalloc(reinterpret_cast<void**>(&y), kN * sizeof(float)) == cudaSuccess);
+  REQUIRE(cudaMemcpy(x, host_x.data(), kN * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess);
+  REQUIRE(cudaMemcpy(y, host_y.data(), kN * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess);
+  cudaStream_t s;
+  REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+  uint32_t n = kN;
+  float a = 2.0f;
+  void* args[] = {&n, &a, &x, &y};
+  const auto* fn = reinterpret_cast<const void*>(saxpy);
+  // 3 blocks of 256 threads cover 768 elements: the rest stays untouched, as on a GPU.
+  REQUIRE(cudaLaunchKernel(fn, dim3(3), dim3(256), args, 0, s) == cudaSuccess);
+  a = 100.0f;  // parameters are copied at launch
+  REQUIRE(cudaLaunchKernel(reinterpret_cast<const void*>(other), dim3(1), dim3(1), nullptr, 0,
+                           s) == cudaSuccess);
+  // Captured once, replayed twice: the body runs on each replay.
+  REQUIRE(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess);
+  a = 1.0f;
+  REQUIRE(cudaLaunchKernel(fn, dim3(4), dim3(256), args, 0, s) == cudaSuccess);
+  cudaGraph_t graph;
+  REQUIRE(cudaStreamEndCapture(s, &graph) == cudaSuccess);
+  cudaGraphExec_t exec;
+  REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+  REQUIRE(cudaGraphLaunch(exec, s) == cudaSuccess);
+  REQUIRE(cudaGraphLaunch(exec, s) == cudaSuccess);
+  REQUIRE(cudaMemcpyAsync(host_y.data(), y, kN * sizeof(float), cudaMemcpyDeviceToHost, s) ==
+          cudaSuccess);
+  REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  CHECK(host_y[10] == 1.0f + 2 * 10 + 2 * 10);  // 2x + 1, then + x twice
+  CHECK(host_y[800] == 1.0f + 2 * 800);         // beyond the first grid
+  CHECK(host_y[999] == 1.0f + 2 * 999);
+  REQUIRE(cudaLibraryUnload(lib) == cudaSuccess);
+  CHECK(cudaLaunchKernel(fn, dim3(1), dim3(1), args, 0, s) == cudaErrorInvalidDeviceFunction);
+  cudaGetLastError();
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaFree(x);
+  cudaFree(y);
   cudaStreamDestroy(s);
 }
