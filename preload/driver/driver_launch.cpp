@@ -91,6 +91,14 @@ bool Sample(KernelEntry* e) {
   return n % every == 0;
 }
 
+// A launch into a stream being captured is recorded into the graph, not run: it counts as
+// captured, as in the runtime tier. Captures are seen when begun through the runtime (hooked);
+// one begun with cuStreamBeginCapture alone is not (launches count as run).
+bool Captured(CUstream stream) {
+  return g_open_captures.load(std::memory_order_relaxed) != 0 &&
+         StreamCapturing(reinterpret_cast<cudaStream_t>(stream));
+}
+
 // One launch of `f` on `stream`, forwarded by `call`. Kernel slot first: naming it may call
 // the driver, which must not land between the timing events.
 template <typename Call>
@@ -105,7 +113,8 @@ CUresult Launch(ApiSlot& api, CUfunction f, CUstream stream, Call call) {
   }
   const bool nccl = e != nullptr && e->nccl.load(std::memory_order_relaxed);
   if (t_in_hook && !nccl) return call();  // the runtime tier records this launch
-  const bool timed = e != nullptr && kernel != kNoSlot && Sample(e) &&
+  const bool captured = Captured(stream);
+  const bool timed = !captured && e != nullptr && kernel != kNoSlot && Sample(e) &&
                      !g_cupti_timing.load(std::memory_order_relaxed);
   HostSample host(HostTiming::kSampled);
   const int32_t timer = timed ? TimerStart(stream) : kNoTimer;
@@ -120,7 +129,7 @@ CUresult Launch(ApiSlot& api, CUfunction f, CUstream stream, Call call) {
     }
   }
   RecordNativeCall(api.Get(), kNoSlot, rc == CUDA_SUCCESS ? kernel : kNoSlot, CurrentPythonSlot(),
-                   host.timed(), false, host.end_ns(), host.duration_ns());
+                   host.timed(), false, host.end_ns(), host.duration_ns(), 0, captured);
   host.ReportOverhead();
   return rc;
 }
@@ -128,6 +137,15 @@ CUresult Launch(ApiSlot& api, CUfunction f, CUstream stream, Call call) {
 template <typename Call>
 CUresult Graph(CUstream stream, Call call) {
   if (!Enabled() || !Active() || t_in_hook) return call();
+  if (Captured(stream)) [[unlikely]] {  // a graph launched into a capture: a node of that graph
+    HostSample host(HostTiming::kSampled);
+    host.Start();
+    const CUresult rc = call();
+    host.End();
+    RecordNativeCall(g_api_graph.Get(), kNoSlot, kNoSlot, CurrentPythonSlot(), false, false,
+                     host.end_ns(), host.duration_ns(), 0, true);
+    return rc;
+  }
   const bool timed = Sample(&g_graph_entry) && !g_cupti_timing.load(std::memory_order_relaxed);
   const int32_t timer = timed ? TimerStart(stream) : kNoTimer;
   const uint64_t start = NowNs();
