@@ -28,7 +28,8 @@ for p in "${packages[@]}"; do
 done
 if ((${#missing[@]})); then
   echo "aarch64: installing ${missing[*]}"
-  dpkg --print-foreign-architectures | grep -qx arm64 || $sudo dpkg --add-architecture arm64 ||
+  [[ " $(dpkg --print-foreign-architectures | tr '\n' ' ') " == *" arm64 "* ]] ||
+    $sudo dpkg --add-architecture arm64 ||
     skip "cannot add the arm64 architecture"
   { $sudo apt-get update -qq &&
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"; } >/dev/null 2>&1 ||
@@ -71,15 +72,18 @@ printf '%s\n' '#include <pthread.h>' 'static void* f(void* p) { return p; }' \
   'int main(void) { pthread_t t; return pthread_create(&t, 0, f, 0) || pthread_join(t, 0); }' |
   aarch64-linux-gnu-gcc -x c - -o "$probe" -pthread
 threads=1
-if ! timeout -s KILL 20 qemu-aarch64 -L /usr/aarch64-linux-gnu "$probe"; then
+if ! (timeout -s KILL 20 qemu-aarch64 -L /usr/aarch64-linux-gnu "$probe") 2>/dev/null; then
   threads=0
   echo "aarch64: qemu-user cannot start threads on this machine: checks that record are skipped"
 fi
 
 # dlopen/dlsym at aarch64's glibc base version (2.17) and 2.34, the hooks in every version node.
+# (Output into a variable first: `grep -q` quitting early fails the pipe under pipefail.)
 exports() {
+  local symbols
   bash test/integration/exports_test.sh "$lib" "$dir/preload/exports.map" &&
-    nm -D "$lib" | grep -q ' dlopen@GLIBC_2.17$' && nm -D "$lib" | grep -q ' dlsym@GLIBC_2.17$'
+    symbols=$(nm -D "$lib") &&
+    grep -q ' dlopen@GLIBC_2.17$' <<<"$symbols" && grep -q ' dlsym@GLIBC_2.17$' <<<"$symbols"
 }
 check "exported symbol versions" exports
 # The kill test forks 120 writers: minutes under emulation, and nothing architecture-specific.

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -108,20 +109,37 @@ RankSummary ReadRank(const std::string& dir, int rank) {
   return s;
 }
 
-int Spawn(const std::vector<std::string>& argv, const Env& env) {
-  const pid_t pid = fork();
-  if (pid != 0) return pid;
+int Spawn(const std::vector<std::string>& argv, const Env& env, const std::string& stdout_path) {
+  // Everything the child needs is built here: a test may spawn from several threads at once,
+  // and a child of a threaded process must not allocate (nor touch the parent's stdout).
+  std::map<std::string, std::string> vars;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string kv = *e;
+    const size_t eq = kv.find('=');
+    if (eq != std::string::npos) vars[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
   for (const auto& [k, v] : env) {
     if (v == "\x01") {
-      unsetenv(k.c_str());
+      vars.erase(k);
     } else {
-      setenv(k.c_str(), v.c_str(), 1);
+      vars[k] = v;
     }
   }
-  std::vector<char*> args;
+  std::vector<std::string> strings;
+  for (const auto& [k, v] : vars) strings.push_back(k + "=" + v);
+  std::vector<char*> envp, args;
+  for (std::string& kv : strings) envp.push_back(kv.data());
+  envp.push_back(nullptr);
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  execv(args[0], args.data());
+  const pid_t pid = fork();
+  if (pid != 0) return pid;
+  if (!stdout_path.empty()) {
+    const int fd = open(stdout_path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0) _exit(126);
+    close(fd);
+  }
+  execve(args[0], args.data(), envp.data());
   _exit(127);
 }
 
@@ -183,21 +201,8 @@ void DumpStacksAndKill(int pid) {
 }
 
 int Run(const std::vector<std::string>& argv, const Env& env, int timeout_s, std::string* out) {
-  std::string out_path;
-  Env full = env;
-  int saved = -1;
-  if (out != nullptr) {
-    out_path = MakeTempDir() + "/stdout";
-    saved = dup(STDOUT_FILENO);
-    const int fd = open(out_path.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
-    dup2(fd, STDOUT_FILENO);
-    close(fd);
-  }
-  const int pid = Spawn(argv, full);
-  if (saved >= 0) {
-    dup2(saved, STDOUT_FILENO);
-    close(saved);
-  }
+  const std::string out_path = out != nullptr ? MakeTempDir() + "/stdout" : std::string();
+  const int pid = Spawn(argv, env, out_path);
   const int status =
       WaitOrDump(pid, std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s));
   if (out != nullptr) {
@@ -231,6 +236,8 @@ std::string MakeTempDir() {
   }();
   std::string tmpl = (fs::temp_directory_path() / "ptcuda-XXXXXX").string();
   if (mkdtemp(tmpl.data()) == nullptr) std::abort();
+  static std::mutex mutex;  // Run is called from several threads at once (RunNonBlocking)
+  const std::lock_guard<std::mutex> lock(mutex);
   dirs->push_back(tmpl);
   return tmpl;
 }

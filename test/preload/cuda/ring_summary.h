@@ -56,11 +56,13 @@ std::vector<std::string> FilesUnder(const std::string& dir);
 
 using Env = std::vector<std::pair<std::string, std::string>>;
 // Runs argv with the current environment plus `env` (a value of "\x01" unsets the variable);
-// returns the exit status (128+signal if killed), stdout into *out when given.
+// returns the exit status (128+signal if killed), stdout into *out when given. Thread-safe.
 int Run(const std::vector<std::string>& argv, const Env& env, int timeout_s = 120,
         std::string* out = nullptr);
-// Starts argv in the background; returns its pid.
-int Spawn(const std::vector<std::string>& argv, const Env& env);
+// Starts argv in the background (its stdout into `stdout_path` when given); returns its pid.
+// Safe to call from several threads at once.
+int Spawn(const std::vector<std::string>& argv, const Env& env,
+          const std::string& stdout_path = {});
 // A process that ran out of time leaves evidence: the native stacks of every thread of it and
 // of its descendants (gdb, when installed) go to stderr, the test log; then all are SIGKILLed.
 void DumpStacksAndKill(int pid);
