@@ -191,6 +191,10 @@ void FoldWindow(const format::Window& w, Catalog* catalog, RankData* rank,
   slot->detailed_windows += w.detailed;
   slot->critical_windows += w.critical_path;
   slot->device_windows += w.critical_path && HasDeviceWork(w);
+  if (w.thread_cpu_ns != 0 || w.run_delay_ns != 0) {
+    ++slot->sched_windows;
+    slot->run_delay_ns += static_cast<double>(w.run_delay_ns);
+  }
   // A window without iteration marks still covers iter_end - iter_begin iterations; in a job
   // whose iterations are never recognized, its duration is one. But once iterations have begun,
   // a window that made no progress covers none: inside a long iteration, the window where that

@@ -227,19 +227,25 @@ std::pair<double, double> ChanceOfFlags(const std::vector<Tally>& tallies, size_
   return {BinomialTail(tallies[i].present, tallies[i].flagged, rate), rate};
 }
 
-// One metric over one group: findings for the ranks where it persists.
-// Returns the group member index of every finding added.
-std::vector<size_t> DetectMetric(const Frame& f, int gi, int32_t fn, Aggregate agg,
-                                 std::vector<std::vector<double>>* excess_by_fn,
-                                 std::vector<Finding>* out) {
-  std::vector<size_t> found;
-  const PeerGroup& g = (*f.groups)[static_cast<size_t>(gi)];
+// One metric over one group, slot by slot: each member's tally.
+std::vector<Tally> TallyMetric(const Frame& f, const PeerGroup& g, int32_t fn, Aggregate agg) {
   std::vector<Tally> tallies(g.members.size());
   std::vector<MemberValue> vals;
   for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {
     if (!SlotValues(f, g, k, fn, agg, &vals)) continue;
     TallySlot(f, vals, GroupIteration(f, g, k), &tallies);
   }
+  return tallies;
+}
+
+// Findings for the ranks where a metric persists, each less likely than `max_chance` to be the
+// host's noise. Returns the group member index of every finding added.
+std::vector<size_t> DetectMetric(const Frame& f, int gi, int32_t fn, Aggregate agg,
+                                 const std::vector<Tally>& tallies, double max_chance,
+                                 std::vector<std::vector<double>>* excess_by_fn,
+                                 std::vector<Finding>* out) {
+  std::vector<size_t> found;
+  const PeerGroup& g = (*f.groups)[static_cast<size_t>(gi)];
   for (size_t i = 0; i < g.members.size(); ++i) {
     const Tally& t = tallies[i];
     if (fn >= 0 && t.present > 0) {
@@ -247,13 +253,14 @@ std::vector<size_t> DetectMetric(const Frame& f, int gi, int32_t fn, Aggregate a
     }
     if (t.flagged == 0 || t.flagged < NeededWindows(t.present)) continue;
     const auto [chance, peer_rate] = ChanceOfFlags(tallies, i);
-    if (chance > f.th.max_chance) continue;
+    if (chance > max_chance) continue;
     Finding finding = FromTally(t, f, g.members[i]);
     finding.group = gi;
     finding.function = fn;
     finding.aggregate = agg;
     finding.extra["peers_flagged_share"] = peer_rate;
     finding.extra["chance"] = chance;
+    finding.extra["max_chance"] = max_chance;
     out->push_back(std::move(finding));
     found.push_back(i);
   }
@@ -378,16 +385,37 @@ std::vector<Finding> DetectDifferential(const Frame& f) {
     const PeerGroup& g = (*f.groups)[gi];
     if (g.members.size() < 3) continue;
     std::vector<std::vector<double>> excess(g.members.size(), std::vector<double>(fns.size()));
+    constexpr std::array kAggregates = {Aggregate::kKernels, Aggregate::kPython,
+                                        Aggregate::kCudaApi, Aggregate::kMemcpy};
+    std::vector<std::vector<Tally>> by_fn(fns.size()), by_agg(kAggregates.size());
+    // Every (metric, rank) that noise flagged in some window is a chance for noise to persist:
+    // the more of them, the less likely each finding must be (a noisy host -- more ranks than
+    // cores -- flags hundreds; a quiet one a few, and a fault's chance is 1e-6 or less).
+    int live = 0;
+    const auto count_live = [&](const std::vector<Tally>& tallies) {
+      for (const Tally& t : tallies) live += t.flagged > 0;
+    };
     for (size_t fn = 0; fn < fns.size(); ++fn) {
       // Communication time is where victims wait: arrival order judges it (culprit.cpp).
       if (fns[fn].comm || fns[fn].kind == FunctionKind::kCollective) continue;
-      DetectMetric(f, static_cast<int>(gi), static_cast<int32_t>(fn), Aggregate::kNone, &excess,
-                   &out);
+      by_fn[fn] = TallyMetric(f, g, static_cast<int32_t>(fn), Aggregate::kNone);
+      count_live(by_fn[fn]);
     }
-    for (const Aggregate agg :
-         {Aggregate::kKernels, Aggregate::kPython, Aggregate::kCudaApi, Aggregate::kMemcpy}) {
+    for (size_t a = 0; a < kAggregates.size(); ++a) {
+      by_agg[a] = TallyMetric(f, g, -1, kAggregates[a]);
+      count_live(by_agg[a]);
+    }
+    const double max_chance = f.th.max_chance / std::max(1, live);
+    for (size_t fn = 0; fn < fns.size(); ++fn) {
+      if (by_fn[fn].empty()) continue;
+      DetectMetric(f, static_cast<int>(gi), static_cast<int32_t>(fn), Aggregate::kNone, by_fn[fn],
+                   max_chance, &excess, &out);
+    }
+    for (size_t a = 0; a < kAggregates.size(); ++a) {
+      const Aggregate agg = kAggregates[a];
       const size_t before = out.size();
-      const auto members = DetectMetric(f, static_cast<int>(gi), -1, agg, &excess, &out);
+      const auto members =
+          DetectMetric(f, static_cast<int>(gi), -1, agg, by_agg[a], max_chance, &excess, &out);
       for (size_t i = 0; i < members.size(); ++i) {
         out[before + i].extra["top_functions"] = TopContributors(f, g, excess, members[i], agg);
       }

@@ -93,6 +93,10 @@ json ToJson(const format::Window& w) {
   }
   if (w.cuda_runtimes != 0) out["cuda_runtimes"] = w.cuda_runtimes;
   if (w.python_unrecorded) out["python_unrecorded"] = true;
+  if (w.thread_cpu_ns != 0 || w.run_delay_ns != 0) {  // both 0: unknown, so not printed
+    out["thread_cpu_ns"] = w.thread_cpu_ns;
+    out["run_delay_ns"] = w.run_delay_ns;
+  }
   return out;
 }
 

@@ -77,6 +77,8 @@ void Slot::Merge(const Slot& other) {
   detailed_windows += other.detailed_windows;
   critical_windows += other.critical_windows;
   device_windows += other.device_windows;
+  sched_windows += other.sched_windows;
+  run_delay_ns += other.run_delay_ns;
   iterations += other.iterations;
   iteration_ns += other.iteration_ns;
   MergeVectors(&functions, other.functions);

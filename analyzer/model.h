@@ -103,6 +103,9 @@ struct Slot {
   uint64_t detailed_windows = 0;  // recorded in detailed mode (every Python function)
   uint64_t critical_windows = 0;  // carrying critical-path time (FORMAT.md critical_path)
   uint64_t device_windows = 0;    // of those, the rank drove a device (device_idle_ns known)
+  // Windows with the iteration thread's scheduler account, and its run-queue delay (FORMAT.md).
+  uint64_t sched_windows = 0;
+  double run_delay_ns = 0;
   double iterations = 0;
   double iteration_ns = 0;                 // summed iteration durations
   std::vector<FunctionSum> functions;      // by catalog index
@@ -122,8 +125,8 @@ struct RankData {
   format::Histogram iteration_hist;
   uint64_t windows = 0;
   uint64_t python_unrecorded_windows = 0;  // windows missing Python functions (FORMAT.md)
-  int shift = 0;            // slot key = iter_begin >> shift
-  std::vector<Slot> slots;  // sorted by key
+  int shift = 0;                           // slot key = iter_begin >> shift
+  std::vector<Slot> slots;                 // sorted by key
 
   int rank() const { return identity.rank; }
   const Slot* FindSlot(uint64_t key) const;

@@ -17,7 +17,10 @@ struct Role {
 Role RoleOf(const Dataset& ds, const RankData& r) {
   Role role;
   const auto& colls = ds.catalog.collectives();
-  std::set<uint32_t> fns;
+  // Functions of the steady state: start-up and shutdown differ between ranks that do the same
+  // work (rank 0 hosts the store, imports more, writes the last log), and so does a checkpoint
+  // now and then; a role runs its functions in most windows.
+  std::map<uint32_t, size_t> slots_with;
   for (const Slot& s : r.slots) {
     for (size_t i = 0; i < s.collectives.size(); ++i) {
       if (s.collectives[i].count <= 0) continue;
@@ -27,10 +30,13 @@ Role RoleOf(const Dataset& ds, const RankData& r) {
       if (c.peer < 0) role.comms.insert(c.comm_id);
     }
     for (size_t i = 0; i < s.functions.size(); ++i) {
-      if (s.functions[i].count > 0) fns.insert(static_cast<uint32_t>(i));
+      if (s.functions[i].count > 0) ++slots_with[static_cast<uint32_t>(i)];
     }
   }
-  role.functions.assign(fns.begin(), fns.end());
+  const size_t needed = (r.slots.size() + 1) / 2;
+  for (const auto& [fn, n] : slots_with) {
+    if (n >= needed) role.functions.push_back(fn);
+  }
   return role;
 }
 

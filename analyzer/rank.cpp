@@ -32,6 +32,21 @@ std::string_view SourceName(Source s) {
   return "";
 }
 
+// The signal a verdict rests on, as the evidence says it ("decided_by"): what a GPU or link
+// verdict needs is device time, never host time stretched by a busy scheduler.
+// Other detectors rest on one signal each, their own.
+std::string_view DecidedBy(const Finding& x, const std::string& kind) {
+  if (x.source == Source::kDifferential) {
+    const bool device =
+        kind == "kernel" || kind == "memcpy" || kind == "memset" || kind == "collective";
+    return device ? "device_time" : "host_time";
+  }
+  if (x.source == Source::kExpectedRange && x.extra.contains("beta")) {
+    return "critical_path_share";
+  }
+  return SourceName(x.source);
+}
+
 std::string KindOf(const Frame& f, const Finding& x) {
   switch (x.aggregate) {
     case Aggregate::kKernels:
@@ -128,6 +143,7 @@ Candidate ToCandidate(const Frame& f, const Finding& x) {
             {"unit", per_byte ? "ns/byte" : "s/iter"},
             {"iteration_s", x.iteration_ns * 1e-9}};
   if (x.group >= 0) e["peer_group"] = (*f.groups)[static_cast<size_t>(x.group)].label;
+  e["decided_by"] = DecidedBy(x, c.kind);
   e.update(x.extra);
   c.evidence = std::move(e);
   return c;
@@ -320,7 +336,9 @@ std::vector<Candidate> RankCandidates(const Frame& f, const std::vector<Finding>
   DemoteCommunicationGrowth(&cands);
   FoldAggregates(f, &cands);
   LiftToUserDepth(f, &cands);
+  AttachRunQueue(f, &cands);
   MergeDuplicates(&cands);
+  ChargeCriticalPath(f, &cands);
   std::erase_if(cands, [&](const Candidate& c) { return c.score < f.th.min_score; });
   for (const Hang& h : hangs) cands.push_back(HangCandidate(h, iteration_s));
   std::stable_sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {

@@ -66,6 +66,13 @@ void LiftToUserDepth(const Frame& f, std::vector<Candidate>* cands);
 // An expected-range finding on the critical path already says it for its subtree.
 void AttachBeta(const Frame& f, std::vector<Candidate>* cands);
 
+// Host-timed candidates (host_time.cpp): the training loop's run-queue delay on their ranks
+// against their peers' (evidence run_queue; most of the excess explained: host_cpu, decided by
+// it), and on ranks that drive a device only the time that reached the rank's critical path
+// (the host's own time while the device had nothing queued; evidence host_critical_path).
+void AttachRunQueue(const Frame& f, std::vector<Candidate>* cands);
+void ChargeCriticalPath(const Frame& f, std::vector<Candidate>* cands);
+
 // "Job ~N% faster without this": each candidate's time lost per iteration taken off the step,
 // as evidence what_if (analyze.cpp).
 void AttachWhatIf(double iteration_s, std::vector<Candidate>* cands);

@@ -96,11 +96,21 @@ std::string EvidenceLine(const Candidate& c) {
     return "collective in flight for " + FormatSeconds(e.value("value", 0.0)) + " (" +
            Printf("%.0f", e.value("deviation", 0.0)) + "x the median step); see HANG above";
   }
-  line += " (" + e.value("source", std::string()) + ", dev " +
+  const std::string by = e.value("decided_by", std::string());
+  line += " (" + e.value("source", std::string()) + (by.empty() ? "" : " on " + by) + ", dev " +
           Printf("%.3g", e.value("deviation", 0.0)) + ", " +
           std::to_string(e.value("windows_seen", 0)) + "/" +
           std::to_string(e.value("windows_total", 0)) + " windows)";
   if (e.contains("likely_victim_of")) line += "; likely a victim";
+  if (by == "run_queue_delay") {
+    const Json& q = e["run_queue"];
+    line += "; waited for a CPU " + FormatSeconds(q.value("rank_s_per_iter", 0.0)) + " vs peers " +
+            FormatSeconds(q.value("peers_s_per_iter", 0.0));
+  }
+  if (e.contains("host_critical_path")) {
+    const Json& h = e["host_critical_path"];
+    line += "; of it on the critical path " + FormatSeconds(h.value("reached_s_per_iter", 0.0));
+  }
   return line;
 }
 

@@ -220,6 +220,11 @@ void Aggregator::AddHealth(uint64_t dropped_events, uint64_t hook_ns, uint64_t h
   health_.hook_calls += hook_calls;
 }
 
+void Aggregator::AddSchedStat(uint64_t cpu_ns, uint64_t run_delay_ns) {
+  thread_cpu_ns_ += cpu_ns;
+  run_delay_ns_ += run_delay_ns;
+}
+
 format::LiveState Aggregator::Live(uint64_t now_ns) const {
   format::LiveState s;
   s.update_mono_ns = now_ns;

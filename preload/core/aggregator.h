@@ -31,6 +31,8 @@ class Aggregator {
   format::Window TakePartial(uint64_t now_ns, const Tables& tables);
 
   void AddHealth(uint64_t dropped_events, uint64_t hook_ns, uint64_t hook_calls);
+  // The iteration thread's time on a CPU and in a run queue since the last call (sched_stat.h).
+  void AddSchedStat(uint64_t cpu_ns, uint64_t run_delay_ns);
   // Per-communicator progress and the iteration count, for the live slot.
   format::LiveState Live(uint64_t now_ns) const;
 
@@ -96,6 +98,7 @@ class Aggregator {
   format::IterationStats iteration_stats_;
   bool critical_path_ = false;  // a kCritical event arrived in this window
   uint64_t device_idle_ns_ = 0;
+  uint64_t thread_cpu_ns_ = 0, run_delay_ns_ = 0;
   format::Health health_;
   std::vector<FunctionAcc> functions_;
   std::vector<uint32_t> touched_;                 // functions called in the iteration in progress

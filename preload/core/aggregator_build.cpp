@@ -117,8 +117,11 @@ format::Window Aggregator::Build(uint64_t end_ns, const Tables& tables) {
   w.cuda_runtimes = g_cuda_runtime_nodes.exchange(0, std::memory_order_relaxed);
   g_cuda_runtime_nodes_ever.fetch_or(w.cuda_runtimes, std::memory_order_relaxed);
   w.python_unrecorded = g_python_unrecorded.Overlaps(window_start_ns_, end_ns);
+  w.thread_cpu_ns = thread_cpu_ns_;
+  w.run_delay_ns = run_delay_ns_;
   critical_path_ = false;
   device_idle_ns_ = 0;
+  thread_cpu_ns_ = run_delay_ns_ = 0;
   w.iterations = std::move(iteration_stats_);
   iteration_stats_ = format::IterationStats{};
   const uint64_t dropped_functions = tables.dropped_functions.load(std::memory_order_relaxed);

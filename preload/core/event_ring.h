@@ -66,6 +66,7 @@ struct alignas(64) ThreadRing {
   uint64_t cached_tail = 0;  // the consumer's tail as last seen: re-read only when it looks full
   alignas(64) std::atomic<uint64_t> tail{0};  // consumer side
   std::atomic<RingState> state{RingState::kInUse};
+  std::atomic<int32_t> tid{0};  // the owner thread's, set when it takes the ring (cold path)
   ThreadRing* next = nullptr;  // registry list, written once before publication
   uint64_t capacity = 0;       // a power of two; 0 for the sentinel
   Event* events = nullptr;

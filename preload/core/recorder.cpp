@@ -96,6 +96,7 @@ void PushEventSlow(const Event& e) {
     thread_local RingOwner owner;
     owner.ring = ring;
   }
+  ring->tid.store(static_cast<int32_t>(gettid()), std::memory_order_relaxed);
   t_event_ring = ring;
   ring->Push(e);
 }

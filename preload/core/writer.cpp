@@ -26,6 +26,7 @@
 #include "preload/core/output_dir.h"
 #include "preload/core/recorder_state.h"
 #include "preload/core/runtime_visibility.h"
+#include "preload/core/sched_stat.h"
 #include "preload/core/segment_order.h"
 
 namespace perftracker::preload {
@@ -57,6 +58,7 @@ struct WriterState {
   CriticalPath critical_path;
   ThreadRing* iteration_ring = nullptr;
   std::vector<Event> critical;
+  SchedStat sched;  // the iteration thread's CPU and run-queue time, per drain
   std::vector<RingCounters> counters;
   uint64_t drain_ns = 0;
   uint64_t last_live_ns = 0;
@@ -173,6 +175,13 @@ void Round(WriterState& w) {
     // Dead and drained: a new thread may adopt it. (The owner pushed its last event before
     // marking it dead, so nothing can arrive after this drain.)
     if (state == RingState::kDead) r->state.store(RingState::kFree, std::memory_order_release);
+  }
+  // Charged to the window open when this drain began: a boundary is off by one drain at most.
+  if (w.iteration_ring != nullptr) {
+    uint64_t cpu = 0, delay = 0;
+    if (w.sched.Sample(w.iteration_ring->tid.load(std::memory_order_relaxed), &cpu, &delay)) {
+      w.aggregator->AddSchedStat(cpu, delay);
+    }
   }
   w.batch.insert(w.batch.end(), w.critical.begin(), w.critical.end());
   w.critical.clear();

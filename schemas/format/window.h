@@ -146,6 +146,9 @@ struct Window {
   uint64_t device_idle_ns = 0;
   uint32_t cuda_runtimes = 0;  // bit 0 the default runtime entry, bits 1-3 CUDA 11, 12, 13
   bool python_unrecorded = false;  // Python functions missing from part of it (FORMAT.md)
+  // The iteration thread's CPU time and run-queue delay (FORMAT.md); 0 and 0: unknown.
+  uint64_t thread_cpu_ns = 0;
+  uint64_t run_delay_ns = 0;
   bool operator==(const Window&) const = default;
 };
 

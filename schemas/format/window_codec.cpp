@@ -189,7 +189,7 @@ std::span<const uint8_t> WindowEncoder::Encode(const Window& w) {
   const auto root = fb::CreateWindowSummary(
       b, w.window_seq, w.iter_begin, w.iter_end, w.start_mono_ns, w.end_mono_ns, w.start_real_ns,
       functions, collectives, iterations, health, w.detailed, w.critical_path, w.device_idle_ns,
-      w.cuda_runtimes, w.python_unrecorded);
+      w.cuda_runtimes, w.python_unrecorded, w.thread_cpu_ns, w.run_delay_ns);
   fb::FinishWindowSummaryBuffer(b, root);
   return {b.GetBufferPointer(), b.GetSize()};
 }

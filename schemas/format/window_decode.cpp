@@ -171,6 +171,8 @@ bool DecodeWindow(std::span<const uint8_t> bytes, Window* out) {
   out->device_idle_ns = w->device_idle_ns();
   out->cuda_runtimes = w->cuda_runtimes();
   out->python_unrecorded = w->python_unrecorded();
+  out->thread_cpu_ns = w->thread_cpu_ns();
+  out->run_delay_ns = w->run_delay_ns();
   if (!DecodeFunctions(w->functions(), &out->functions)) return false;
   if (!DecodeCollectives(w->collectives(), &out->collectives)) return false;
   out->iterations = IterationStats{};

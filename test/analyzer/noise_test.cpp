@@ -289,3 +289,70 @@ TEST_CASE("a rank alone in detailed mode is not a deviation", "[analyzer][noise]
 }
 
 }  // namespace perftracker::testing
+
+namespace perftracker::testing {
+
+// Rank 0 starts up differently (it hosts the store, imports more: 300 functions of its own in
+// the first window) and saves a checkpoint in one window: its steady state is its peers', so it
+// stays among them.
+TEST_CASE("start-up and one-off work do not split a rank from its peers", "[analyzer][noise]") {
+  JobSpec spec = Job();
+  spec.edit = [](int rank, format::Window* w) {
+    if (rank != 0 || (w->window_seq != 0 && w->window_seq != 5)) return;
+    for (int i = 0; i < 300; ++i) {
+      format::FunctionPattern f;
+      f.kind = format::FunctionKind::kPython;
+      f.name = "startup.py:" + std::to_string(i) + ":import_" + std::to_string(w->window_seq);
+      f.count = 1;
+      f.total_ns = f.self_ns = f.min_ns = f.max_ns = 1000;
+      w->functions.push_back(std::move(f));
+    }
+    REQUIRE(format::FillFunctionIds(&w->functions));
+  };
+  const Json j = Analyze(spec);
+  REQUIRE(j["peer_groups"].size() == 1);
+  CHECK(j["peer_groups"][0]["ranks"].size() == kRanks);
+}
+
+}  // namespace perftracker::testing
+
+namespace perftracker::testing {
+namespace {
+
+// An oversubscribed host: every rank is preempted in every window, each time inside a different
+// host function (one of its Python functions or CUDA API calls, by a hash of rank and window),
+// and rank 5 three times in the busiest CUDA API call, which one peer shares once. On its own
+// the busiest call's pattern is unlikely (3 of 8 windows at a peer rate of 1 in 120); among the
+// ~130 (function, rank) cells this host's noise flags, one such pattern is expected.
+void Oversubscribed(int rank, format::Window* w) {
+  const uint64_t stretch = WindowNs(*w) / 20;
+  std::vector<format::FunctionPattern*> host;
+  for (format::FunctionPattern& p : w->functions) {
+    if (p.kind == format::FunctionKind::kPython || p.kind == format::FunctionKind::kCudaApi) {
+      host.push_back(&p);
+    }
+  }
+  REQUIRE(host.size() > 8);
+  format::FunctionPattern* busiest = BusiestApi(w);
+  const uint64_t seq = w->window_seq;
+  const bool in_busiest =
+      (rank == 5 && (seq == 1 || seq == 4 || seq == 6)) || (rank == 9 && seq == 2);
+  if (in_busiest) {
+    Preempt(busiest, stretch);
+    return;
+  }
+  const size_t pick = (static_cast<size_t>(rank) * 31 + seq * 17) % host.size();
+  Preempt(host[pick] == busiest ? host[(pick + 1) % host.size()] : host[pick], stretch);
+}
+
+}  // namespace
+
+TEST_CASE("a pattern the host's noise makes somewhere is not a slow rank", "[analyzer][noise]") {
+  JobSpec spec = Job();
+  spec.edit = Oversubscribed;
+  const Json j = Analyze(spec);
+  INFO(j["candidates"].dump(2));
+  CHECK(j["candidates"].empty());
+}
+
+}  // namespace perftracker::testing

@@ -95,6 +95,11 @@ SCENARIOS = [
     # (one run in eight scored 0.011), though the host waits ~75 ms a step for the device anyway.
     # The host_cpu verdict on "all CUDA API calls" that once scored 0.011 has a noise floor now.
     Scenario("clean_8", "clean, 8 ranks, 3% jitter", "sim_train", 8, DP, {}, None),
+    # Legitimately unequal roles: rank 0 spends 3 ms more Python a step (its logging) while its
+    # device still has the step's work queued. Rank 0's host deviates, but none of it reaches its
+    # critical path: the job is no slower, so nothing is a candidate.
+    Scenario("roles_clean", "clean, rank 0 logs more (3 ms of Python a step, hidden behind the "
+             "device)", "sim_train", 8, DP, {"SIM_TRAIN_PY_ROUTINE": "0=3"}, None),
     Scenario("clean_16", "clean, 16 ranks on 2 nodes of 8 GPUs, 3% jitter", "sim_train", 16, DP,
              {}, None, nodes=2),
     Scenario("torch_slow_loader", "real torch DDP (CPU, gloo): slow data loader on rank 2",
@@ -118,4 +123,8 @@ SCENARIOS = [
                     source="expected_range")),
     Scenario("torch_clean", "real torch DDP (CPU, gloo): clean", "torch_ddp", 4, [], {}, None,
              ci=True),
+    # More ranks than cores: every rank is descheduled now and then, a different one each time.
+    Scenario("torch_oversubscribed_clean",
+             "real torch DDP (CPU, gloo): clean, 8 ranks on a 2-core host", "torch_ddp", 8, [],
+             {}, None),
 ]

@@ -67,6 +67,9 @@ class Faults:
         return tally
 
     def _spin(self):
-        x = 0
-        while not self._stop.is_set():  # pure Python: competes for the GIL and a core
-            x += 1
+        # Competes for the GIL and a core. The interpreter switches threads only between
+        # bytecodes, so one long builtin call holds the GIL throughout, as a background thread
+        # serializing a large object does: the training loop waits for it each time it wants
+        # the GIL back.
+        while not self._stop.is_set():
+            sum(range(500_000))

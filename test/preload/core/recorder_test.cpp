@@ -1,7 +1,11 @@
 // The recorder and writer, in-process: events from many threads become windows in a ring file.
 // Concurrent parts (rings, registry, writer thread) also run under TSan (tools/test.sh).
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +18,7 @@
 #include "preload/core/config.h"
 #include "preload/core/identity.h"
 #include "preload/core/recorder_state.h"
+#include "preload/core/sched_stat.h"
 #include "preload/core/segment_order.h"
 #include "preload/core/writer.h"
 #include "schemas/format/ring_file.h"
@@ -366,4 +371,61 @@ TEST_CASE("the TSC clock agrees with CLOCK_MONOTONIC and never runs backwards", 
   const double da = double(a1 - a0), dm = double(m1 - m0);
   CHECK(std::abs(da - dm) < dm * 0.001 + 20'000);
   CHECK(std::llabs(int64_t(a1) - int64_t(m1)) < 1'000'000);  // same time base
+}
+
+TEST_CASE("schedstat lines parse and nothing else does", "[sched]") {
+  uint64_t cpu = 0, delay = 0;
+  CHECK(ParseSchedStat("123456789 42 7\n", &cpu, &delay));
+  CHECK(cpu == 123456789);
+  CHECK(delay == 42);
+  CHECK_FALSE(ParseSchedStat("", &cpu, &delay));
+  CHECK_FALSE(ParseSchedStat("12", &cpu, &delay));
+  CHECK_FALSE(ParseSchedStat("12 x 3", &cpu, &delay));
+}
+
+// The training loop's thread shares one CPU with a spinning thread: it is always runnable, so its
+// time on the CPU and in the run queue add up to the wall time, and both are large.
+TEST_CASE("windows carry the training loop's CPU time and run-queue delay", "[writer][sched]") {
+  Recording& rec = TheRecording();
+  if (access("/proc/thread-self/schedstat", R_OK) != 0) {
+    WARN("no schedstat in this kernel: nothing to check");
+    return;
+  }
+  Flush();
+  uint64_t first_iter = 0;
+  for (const auto& w : ReadWindows(rec.path, nullptr))
+    first_iter = std::max(first_iter, w.iter_end);
+  cpu_set_t saved, one;
+  REQUIRE(pthread_getaffinity_np(pthread_self(), sizeof saved, &saved) == 0);
+  CPU_ZERO(&one);
+  CPU_SET(sched_getcpu(), &one);
+  REQUIRE(pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0);
+  std::atomic<bool> stop{false};
+  std::thread spinner([&] {
+    pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+    while (!stop.load(std::memory_order_relaxed)) {
+    }
+  });
+  const uint64_t start = NowNs();
+  for (int it = 0; it < 30; ++it) {
+    const uint64_t until = NowNs() + 5'000'000;
+    while (NowNs() < until) {
+    }
+    MarkIteration(NowNs());
+  }
+  const double wall = static_cast<double>(NowNs() - start);
+  stop = true;
+  spinner.join();
+  REQUIRE(pthread_setaffinity_np(pthread_self(), sizeof saved, &saved) == 0);
+  Flush();
+  double cpu = 0, delay = 0;
+  for (const auto& w : ReadWindows(rec.path, nullptr)) {
+    if (w.iter_begin < first_iter) continue;
+    cpu += static_cast<double>(w.thread_cpu_ns);
+    delay += static_cast<double>(w.run_delay_ns);
+  }
+  INFO("wall " << wall << " cpu " << cpu << " delay " << delay);
+  CHECK(cpu > 0.1 * wall);
+  CHECK(delay > 0.15 * wall);
+  CHECK(cpu + delay > 0.7 * wall);
 }

@@ -1,0 +1,200 @@
+// Host time and the critical path (analyzer/critical.cpp, ChargeCriticalPath): on ranks that
+// drive a device, a rank's extra host work costs the job only the part that reached its critical
+// path. Rank 0 logging more while its device is busy is no candidate; the same work starving
+// its device is one, with the signal that decided it.
+#include <catch2/catch.hpp>
+
+#include "test/analyzer/fixture.h"
+
+namespace perftracker::testing {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr char kLog[] = "/home/user/train.py:80:log_metrics";
+
+// Every window carries critical-path time (none of it on the peers: their host runs ahead);
+// rank 0 runs kLog for 60 ms of its 500 ms step, of which `critical_share` starved its device.
+void AddLogging(int rank, double critical_share, format::Window* w) {
+  w->critical_path = true;
+  if (rank != 0) return;
+  const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
+  format::FunctionPattern f;
+  f.kind = format::FunctionKind::kPython;
+  f.name = kLog;
+  f.count = n;
+  f.self_ns = f.total_ns = 60'000'000 * n;
+  f.min_ns = f.max_ns = 60'000'000;
+  f.critical_ns = static_cast<uint64_t>(critical_share * static_cast<double>(f.self_ns));
+  w->functions.push_back(f);
+  REQUIRE(format::FillFunctionIds(&w->functions));
+}
+
+Json AnalyzeJob(const JobSpec& spec, const char* min_score = "0.01") {
+  const std::string dir = MakeTempDir();
+  WriteJob(dir, spec);
+  const CliResult r = Cli(
+      {"analyze", dir, "--json", "-", "--threads", "2", "--top", "20", "--min-score", min_score});
+  RemoveTree(dir);
+  REQUIRE(r.code == 0);
+  REQUIRE_FALSE(r.json.is_discarded());
+  return r.json;
+}
+
+Json Analyze(double critical_share, const char* min_score = "0.01") {
+  JobSpec spec;
+  spec.shape = SmallShape();
+  spec.edit = [&](int rank, format::Window* w) { AddLogging(rank, critical_share, w); };
+  return AnalyzeJob(spec, min_score);
+}
+
+const Json* Find(const Json& cands, const std::string& function) {
+  for (const Json& c : cands) {
+    if (c["function"] == function) return &c;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("extra host work hidden behind device work is no candidate", "[analyzer][critical]") {
+  const Json j = Analyze(0.0);
+  INFO(j["candidates"].dump(2));
+  // Seen, and judged: with --min-score 0 it is there, costing nothing.
+  const Json all = Analyze(0.0, "0");
+  const Json* seen = Find(all["candidates"], kLog);
+  REQUIRE(seen != nullptr);
+  CHECK((*seen)["impact_s_per_iter"].get<double>() == 0);
+  CHECK((*seen)["evidence"]["host_critical_path"]["host_excess_s_per_iter"].get<double>() > 0.05);
+  CHECK(Find(j["candidates"], kLog) == nullptr);
+  for (const Json& c : j["candidates"]) CHECK(c["rank_set"] != Json::array({0}));
+}
+
+TEST_CASE("extra host work that starves the device is charged what reached the critical path",
+          "[analyzer][critical]") {
+  const Json j = Analyze(0.5);
+  INFO(j["candidates"].dump(2));
+  const Json* c = Find(j["candidates"], kLog);
+  REQUIRE(c != nullptr);
+  CHECK((*c)["rank_set"] == Json::array({0}));
+  CHECK((*c)["evidence"]["decided_by"] == "host_critical_path");
+  const Json& h = (*c)["evidence"]["host_critical_path"];
+  // 30 of the 60 ms a step reached the critical path; the impact is that, not the 60 ms.
+  CHECK(h["reached_s_per_iter"].get<double>() == Approx(0.030).epsilon(0.05));
+  CHECK(h["host_excess_s_per_iter"].get<double>() == Approx(0.060).epsilon(0.05));
+  CHECK((*c)["impact_s_per_iter"].get<double>() == Approx(0.030).epsilon(0.05));
+}
+
+TEST_CASE("device verdicts say device time decided them", "[analyzer][critical]") {
+  JobSpec spec;
+  spec.shape = SmallShape();
+  spec.shape.fault = synthetic::Fault::kSlowGpu;
+  spec.shape.fault_rank = 3;
+  spec.shape.fault_factor = 1.3;
+  const Json j = AnalyzeJob(spec);
+  REQUIRE(j["candidates"].size() >= 1);
+  CHECK(j["candidates"][0]["category"] == "gpu_compute");
+  CHECK(j["candidates"][0]["evidence"]["decided_by"] == "device_time");
+}
+
+}  // namespace perftracker::testing
+
+namespace perftracker::testing {
+namespace {
+
+// A 16-rank job with CPU contention on rank 13 (its host code 1.6x slower); every rank's
+// training loop waits `peer_delay` of each iteration for a CPU, rank 13 `culprit_delay`.
+Json AnalyzeContention(double peer_delay, double culprit_delay) {
+  JobSpec spec;
+  spec.ranks = 16;
+  spec.shape = SmallShape();
+  spec.shape.fault = synthetic::Fault::kCpuContention;
+  spec.shape.fault_rank = 13;
+  spec.shape.fault_factor = 1.6;
+  spec.edit = [&](int rank, format::Window* w) {
+    const double share = rank == 13 ? culprit_delay : peer_delay;
+    w->run_delay_ns = static_cast<uint64_t>(share * static_cast<double>(w->iterations.total_ns));
+    w->thread_cpu_ns = w->iterations.total_ns - w->run_delay_ns;
+  };
+  const Json j = AnalyzeJob(spec);
+  REQUIRE(j["candidates"].size() >= 1);
+  return j["candidates"][0];
+}
+
+}  // namespace
+
+TEST_CASE("host time stretched by the rank's scheduler is a CPU verdict decided by it",
+          "[analyzer][critical]") {
+  const Json top = AnalyzeContention(0.02, 0.6);
+  INFO(top.dump(2));
+  CHECK(top["category"] == "host_cpu");
+  CHECK(top["rank_set"] == Json::array({13}));
+  CHECK(top["evidence"]["decided_by"] == "run_queue_delay");
+  CHECK(top["evidence"]["run_queue"]["explains_share"].get<double>() >= 0.5);
+  CHECK(top["evidence"]["run_queue"]["rank_s_per_iter"].get<double>() >
+        10 * top["evidence"]["run_queue"]["peers_s_per_iter"].get<double>());
+}
+
+TEST_CASE("host time the scheduler does not explain is the rank's own", "[analyzer][critical]") {
+  // Every rank waits alike (an oversubscribed host): the excess is rank 13's code.
+  const Json top = AnalyzeContention(0.3, 0.3);
+  INFO(top.dump(2));
+  CHECK(top["category"] == "host_cpu");
+  CHECK(top["rank_set"] == Json::array({13}));
+  CHECK(top["evidence"]["decided_by"] == "host_time");
+  CHECK(top["evidence"]["run_queue"]["explains_share"].get<double>() < 0.1);
+}
+
+}  // namespace perftracker::testing
+
+namespace perftracker::testing {
+namespace {
+
+constexpr char kFeeder[] = "threading.py:981:Thread._bootstrap";
+
+// CPU training (no kernels or copies; every window carries critical-path time): rank 2 spends
+// 60 ms a step more in kFeeder, on the training loop's thread (critical time = its own time) or
+// on another thread (none).
+Json AnalyzeCpuJob(bool on_the_loop) {
+  JobSpec spec;
+  spec.shape = SmallShape();
+  spec.edit = [&](int rank, format::Window* w) {
+    w->critical_path = true;
+    for (format::FunctionPattern& p : w->functions) {
+      if (p.kind == format::FunctionKind::kKernel || p.kind == format::FunctionKind::kMemcpy ||
+          p.kind == format::FunctionKind::kMemset) {
+        p.kind = format::FunctionKind::kUnknown;
+        p.device_samples = p.device_ns = 0;
+        p.device = {};
+      }
+    }
+    const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
+    const uint64_t per_iter = rank == 2 ? 60'000'000 : 1'000'000;
+    format::FunctionPattern f;
+    f.kind = format::FunctionKind::kPython;
+    f.name = kFeeder;
+    f.count = n;
+    f.self_ns = f.total_ns = per_iter * n;
+    f.min_ns = f.max_ns = per_iter;
+    f.critical_ns = on_the_loop ? f.self_ns : 0;
+    w->functions.push_back(f);
+    REQUIRE(format::FillFunctionIds(&w->functions));
+  };
+  return AnalyzeJob(spec);
+}
+
+}  // namespace
+
+TEST_CASE("on a CPU rank, another thread's extra time is not the step's", "[analyzer][critical]") {
+  const Json off = AnalyzeCpuJob(false);
+  INFO(off["candidates"].dump(2));
+  CHECK(Find(off["candidates"], kFeeder) == nullptr);
+  const Json on = AnalyzeCpuJob(true);
+  INFO(on["candidates"].dump(2));
+  const Json* c = Find(on["candidates"], kFeeder);
+  REQUIRE(c != nullptr);
+  CHECK((*c)["rank_set"] == Json::array({2}));
+  CHECK((*c)["evidence"]["decided_by"] == "host_time");
+}
+
+}  // namespace perftracker::testing
