@@ -153,12 +153,10 @@ void ChargeCriticalPath(const Frame& f, std::vector<Candidate>* cands) {
     if (c.evidence.value("decided_by", std::string()) != "run_queue_delay") {
       c.evidence["decided_by"] = "host_critical_path";
     }
-    // Scored like any candidate (time lost over the step, times persistence), on the steady
-    // step of the slots compared: the flagged windows' mean step may hold the start-up.
-    const double seen = c.evidence.value("windows_seen", 0.0);
-    const double total = c.evidence.value("windows_total", 0.0);
-    const double persistence = total > 0 ? seen / total : 1;
-    c.score = reached_s / (x.iteration_ns * 1e-9) * persistence;
+    // Scored like any candidate, on the steady step of the slots compared: the flagged windows'
+    // mean step may hold the start-up.
+    c.score = Score(reached_s * 1e9, x.iteration_ns, c.evidence.value("windows_seen", 0.0),
+                    c.evidence.value("windows_total", 0.0));
     c.impact_s_per_iter = reached_s;
     c.evidence["iteration_s"] = x.iteration_ns * 1e-9;
   }

@@ -10,6 +10,12 @@
 #include "analyzer/report.h"
 
 namespace perftracker::analyzer {
+
+double Score(double lost_ns, double step_ns, double windows_seen, double windows_total) {
+  const double persistence = windows_total > 0 ? windows_seen / windows_total : 1;
+  return step_ns > 0 ? std::max(0.0, lost_ns) / step_ns * persistence : 0;
+}
+
 namespace {
 
 using format::FunctionKind;
@@ -126,9 +132,8 @@ Candidate ToCandidate(const Frame& f, const Finding& x) {
   if (const std::string enclosing = EnclosingCategory(f, x); !enclosing.empty()) {
     c.category = enclosing;
   }
-  const double persistence = x.windows_total > 0 ? double(x.windows_seen) / x.windows_total : 1;
   c.impact_s_per_iter = std::max(0.0, x.excess_ns) * 1e-9;
-  c.score = x.iteration_ns > 0 ? std::max(0.0, x.excess_ns) / x.iteration_ns * persistence : 0;
+  c.score = Score(x.excess_ns, x.iteration_ns, x.windows_seen, x.windows_total);
   c.source = x.source;
   c.catalog_function = x.function;
   c.aggregate = x.aggregate;

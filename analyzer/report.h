@@ -53,6 +53,10 @@ struct Report {
   Thresholds thresholds;
 };
 
+// A candidate's score: the share of the step it costs, times its persistence (the share of the
+// windows where it was seen; 1 when none were counted) (rank.cpp).
+double Score(double lost_ns, double step_ns, double windows_seen, double windows_total);
+
 // Stage 5 (rank.cpp): findings and hangs to classified, merged, ordered candidates.
 std::vector<Candidate> RankCandidates(const Frame& frame, const std::vector<Finding>& findings,
                                       const std::vector<Hang>& hangs, double iteration_s);

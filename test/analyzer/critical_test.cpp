@@ -30,22 +30,11 @@ void AddLogging(int rank, double critical_share, format::Window* w) {
   REQUIRE(format::FillFunctionIds(&w->functions));
 }
 
-Json AnalyzeJob(const JobSpec& spec, const char* min_score = "0.01") {
-  const std::string dir = MakeTempDir();
-  WriteJob(dir, spec);
-  const CliResult r = Cli(
-      {"analyze", dir, "--json", "-", "--threads", "2", "--top", "20", "--min-score", min_score});
-  RemoveTree(dir);
-  REQUIRE(r.code == 0);
-  REQUIRE_FALSE(r.json.is_discarded());
-  return r.json;
-}
-
 Json Analyze(double critical_share, const char* min_score = "0.01") {
   JobSpec spec;
   spec.shape = SmallShape();
   spec.edit = [&](int rank, format::Window* w) { AddLogging(rank, critical_share, w); };
-  return AnalyzeJob(spec, min_score);
+  return AnalyzeJob(spec, {"--min-score", min_score});
 }
 
 const Json* Find(const Json& cands, const std::string& function) {

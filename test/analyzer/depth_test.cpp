@@ -40,16 +40,11 @@ void AddCheckpoint(int rank, int slow_rank, format::Window* w) {
 
 TEST_CASE("a cost deep in a library is named at the user's frame, once, with its whole impact",
           "[analyzer][depth]") {
-  const std::string dir = MakeTempDir();
   JobSpec spec;
   spec.shape = SmallShape();
   spec.edit = [](int rank, format::Window* w) { AddCheckpoint(rank, 0, w); };
-  WriteJob(dir, spec);
-  const CliResult r = Cli({"analyze", dir, "--json", "-", "--top", "20"});
-  RemoveTree(dir);
-  REQUIRE(r.code == 0);
-  REQUIRE_FALSE(r.json.is_discarded());
-  const Json& cands = r.json["candidates"];
+  const Json j = AnalyzeJob(spec);
+  const Json& cands = j["candidates"];
   REQUIRE(cands.size() >= 1);
   const Json& top = cands[0];
   CHECK(top["function"] == "/home/user/train.py:50:save_checkpoint");

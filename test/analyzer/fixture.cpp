@@ -3,6 +3,7 @@
 #include <flatbuffers/flatbuffers.h>
 #include <stdlib.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <sstream>
 
@@ -72,6 +73,18 @@ CliResult Cli(const std::vector<std::string>& args) {
   r.err = err.str();
   r.json = nlohmann::ordered_json::parse(r.out, nullptr, false);
   return r;
+}
+
+nlohmann::ordered_json AnalyzeJob(const JobSpec& spec, const std::vector<std::string>& extra) {
+  const std::string dir = MakeTempDir();
+  WriteJob(dir, spec);
+  std::vector<std::string> args = {"analyze", dir, "--json", "-", "--threads", "2", "--top", "20"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const CliResult r = Cli(args);
+  RemoveTree(dir);
+  REQUIRE(r.code == 0);
+  REQUIRE_FALSE(r.json.is_discarded());
+  return r.json;
 }
 
 std::string MakeTempDir() {

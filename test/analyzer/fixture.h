@@ -40,6 +40,10 @@ struct CliResult {
 
 CliResult Cli(const std::vector<std::string>& args);
 
+// Writes the job to a fresh directory, runs `analyze --json - --threads 2 --top 20` plus
+// `extra` on it, removes it, and returns the report (the test fails if analyze did).
+nlohmann::ordered_json AnalyzeJob(const JobSpec& spec, const std::vector<std::string>& extra = {});
+
 std::string MakeTempDir();
 void RemoveTree(const std::string& dir);
 

@@ -14,16 +14,6 @@ using Json = nlohmann::ordered_json;
 constexpr int kRanks = 16;
 constexpr int kWindows = 8;
 
-Json Analyze(const JobSpec& spec) {
-  const std::string dir = MakeTempDir();
-  WriteJob(dir, spec);
-  const CliResult r = Cli({"analyze", dir, "--json", "-", "--threads", "2", "--top", "20"});
-  RemoveTree(dir);
-  REQUIRE(r.code == 0);
-  REQUIRE_FALSE(r.json.is_discarded());
-  return r.json;
-}
-
 JobSpec Job() {
   JobSpec spec;
   spec.ranks = kRanks;
@@ -102,7 +92,7 @@ bool NamesHostCpu(const Json& candidates) {
 TEST_CASE("scheduler noise on every rank is not a slow rank", "[analyzer][noise]") {
   JobSpec spec = Job();
   spec.edit = SchedulerNoise;
-  const Json j = Analyze(spec);
+  const Json j = AnalyzeJob(spec);
   INFO(j["candidates"].dump(2));
   CHECK(j["candidates"].empty());
 }
@@ -113,7 +103,7 @@ TEST_CASE("a contended rank stands out of the scheduler noise", "[analyzer][nois
   spec.shape.fault_rank = 13;
   spec.shape.fault_factor = 1.6;
   spec.edit = SchedulerNoise;
-  const Json j = Analyze(spec);
+  const Json j = AnalyzeJob(spec);
   REQUIRE_FALSE(j["candidates"].empty());
   const Json& top = j["candidates"][0];
   INFO(top.dump(2));
@@ -129,7 +119,7 @@ TEST_CASE("a preempted call among few timed ones is not a slow rank", "[analyzer
     SampleCudaApi(w);
     if (rank == 5 && w->window_seq % 2 == 1) SampledPreemption(w);
   };
-  const Json j = Analyze(spec);
+  const Json j = AnalyzeJob(spec);
   INFO(j["candidates"].dump(2));
   CHECK_FALSE(NamesHostCpu(j["candidates"]));
 }
@@ -140,7 +130,7 @@ TEST_CASE("a contended rank is found through sampled host timing", "[analyzer][n
   spec.shape.fault_rank = 13;
   spec.shape.fault_factor = 1.6;
   spec.edit = [](int, format::Window* w) { SampleCudaApi(w); };
-  const Json j = Analyze(spec);
+  const Json j = AnalyzeJob(spec);
   REQUIRE_FALSE(j["candidates"].empty());
   const Json& top = j["candidates"][0];
   INFO(top.dump(2));
@@ -178,7 +168,7 @@ TEST_CASE("a CUDA API call counts once in the API sum, not again at its call sit
       w->functions.push_back(std::move(site));
     }
   };
-  const Json j = Analyze(spec);
+  const Json j = AnalyzeJob(spec);
   REQUIRE_FALSE(j["candidates"].empty());
   const Json& top = j["candidates"][0];
   INFO(top.dump(2));
@@ -214,7 +204,7 @@ TEST_CASE("a GC pause is the collector's, not the Python function's that trigger
     p.duration.Add(p.max_ns, static_cast<uint32_t>(p.count));
     w->functions.push_back(std::move(p));
   };
-  const Json j = Analyze(spec);
+  const Json j = AnalyzeJob(spec);
   REQUIRE_FALSE(j["candidates"].empty());
   const Json& top = j["candidates"][0];
   INFO(j["candidates"].dump(2));
@@ -244,7 +234,7 @@ TEST_CASE("the shutdown after the last iteration is not a slowdown", "[analyzer]
       f.wait_ns = f.total_ns;
     }
   };
-  const Json j = Analyze(spec);
+  const Json j = AnalyzeJob(spec);
   INFO(j["candidates"].dump(2));
   CHECK(j["candidates"].empty());
 }
@@ -283,7 +273,7 @@ TEST_CASE("a rank alone in detailed mode is not a deviation", "[analyzer][noise]
     w->functions.back().self_ns -= leaves_ns;
     w->functions.push_back(std::move(leaf));
   };
-  const Json j = Analyze(spec);
+  const Json j = AnalyzeJob(spec);
   INFO(j["candidates"].dump(2));
   CHECK(j["candidates"].empty());
 }
@@ -309,7 +299,7 @@ TEST_CASE("start-up and one-off work do not split a rank from its peers", "[anal
     }
     REQUIRE(format::FillFunctionIds(&w->functions));
   };
-  const Json j = Analyze(spec);
+  const Json j = AnalyzeJob(spec);
   REQUIRE(j["peer_groups"].size() == 1);
   CHECK(j["peer_groups"][0]["ranks"].size() == kRanks);
 }
@@ -350,7 +340,7 @@ void Oversubscribed(int rank, format::Window* w) {
 TEST_CASE("a pattern the host's noise makes somewhere is not a slow rank", "[analyzer][noise]") {
   JobSpec spec = Job();
   spec.edit = Oversubscribed;
-  const Json j = Analyze(spec);
+  const Json j = AnalyzeJob(spec);
   INFO(j["candidates"].dump(2));
   CHECK(j["candidates"].empty());
 }
