@@ -57,25 +57,44 @@ void AddFunctions(const format::Window& w, const std::vector<uint32_t>& index, S
 // so a short slot often holds no sample of a function, or one: scaling that one to every call
 // swings the estimate from zero to many times the truth from slot to slot, and ranks compared in
 // the same slot disagree by chance. A slot's own samples are used when there are enough of them;
-// otherwise the per-call mean over all of the rank's samples, which a persistent fault (a
-// throttled GPU) shifts just the same. Without any sample: the host time of the calls, less what
-// they spent waiting for earlier work (a synchronous copy waits for the whole queue first).
+// otherwise those of the nearest slots (up to kReach on each side) that have enough together,
+// else the per-call mean over all of the rank's samples. Nearest first, because a fault may
+// begin or end mid-run: a GPU that throttles from the middle on must not make the unsampled
+// warm-up window look slow. Without any sample: the host time of the calls, less what they
+// spent waiting for earlier work (a synchronous copy waits for the whole queue first).
 void EstimateDevice(RankData* rank) {
-  constexpr float kEnoughSamples = 4;
-  std::vector<std::pair<double, double>> pooled;  // per function: device ns, samples
-  for (const Slot& s : rank->slots) {
-    if (pooled.size() < s.functions.size()) pooled.resize(s.functions.size());
-    for (size_t i = 0; i < s.functions.size(); ++i) {
-      pooled[i].first += s.functions[i].device_ns;
-      pooled[i].second += s.functions[i].device_samples;
+  constexpr double kEnoughSamples = 4;
+  constexpr size_t kReach = 3;
+  const size_t n = rank->slots.size();
+  size_t fns = 0;
+  for (const Slot& s : rank->slots) fns = std::max(fns, s.functions.size());
+  // prefix[i][k]: device ns and samples of function i in slots [0, k).
+  std::vector<std::vector<std::pair<double, double>>> prefix(
+      fns, std::vector<std::pair<double, double>>(n + 1));
+  for (size_t k = 0; k < n; ++k) {
+    const Slot& s = rank->slots[k];
+    for (size_t i = 0; i < fns; ++i) {
+      prefix[i][k + 1] = prefix[i][k];
+      if (i < s.functions.size()) {
+        prefix[i][k + 1].first += s.functions[i].device_ns;
+        prefix[i][k + 1].second += s.functions[i].device_samples;
+      }
     }
   }
-  for (Slot& s : rank->slots) {
+  for (size_t k = 0; k < n; ++k) {
+    Slot& s = rank->slots[k];
     for (size_t i = 0; i < s.functions.size(); ++i) {
       FunctionSum& f = s.functions[i];
-      const double per_call = f.device_samples >= kEnoughSamples ? f.device_ns / f.device_samples
-                              : pooled[i].second > 0 ? pooled[i].first / pooled[i].second
-                                                     : -1;
+      double per_call = -1;
+      for (size_t r = 0; r <= kReach && per_call < 0; ++r) {
+        const size_t lo = k >= r ? k - r : 0, hi = std::min(n, k + r + 1);
+        const double ns = prefix[i][hi].first - prefix[i][lo].first;
+        const double samples = prefix[i][hi].second - prefix[i][lo].second;
+        if (samples >= kEnoughSamples) per_call = ns / samples;
+      }
+      if (per_call < 0 && prefix[i][n].second > 0) {
+        per_call = prefix[i][n].first / prefix[i][n].second;
+      }
       f.device_est_ns = per_call >= 0 ? static_cast<float>(per_call * f.count)
                                       : std::max(0.0f, f.self_ns - f.wait_ns);
     }

@@ -18,14 +18,24 @@ struct Options {
   size_t top = 10;
   int threads = 0;
   double min_score = Thresholds{}.min_score;
+  double intra_link_gbps = 0, inter_link_gbps = 0;
 };
+
+// "INTRA[,INTER]" in GB/s; one number is both.
+bool ParseLinkGbps(const std::string& v, Options* o) {
+  char* end = nullptr;
+  o->intra_link_gbps = std::strtod(v.c_str(), &end);
+  o->inter_link_gbps = o->intra_link_gbps;
+  if (*end == ',') o->inter_link_gbps = std::strtod(end + 1, &end);
+  return *end == '\0' && o->intra_link_gbps > 0 && o->inter_link_gbps > 0;
+}
 
 bool ParseOptions(std::span<const std::string> args, Options* o, std::string* error) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     const bool has_value = i + 1 < args.size();
     if ((a == "--json" || a == "--html" || a == "--top" || a == "--threads" ||
-         a == "--min-score") &&
+         a == "--min-score" || a == "--link-gbps") &&
         !has_value) {
       *error = a + " needs a value";
       return false;
@@ -40,6 +50,12 @@ bool ParseOptions(std::span<const std::string> args, Options* o, std::string* er
       o->threads = std::atoi(args[++i].c_str());
     else if (a == "--min-score")
       o->min_score = std::atof(args[++i].c_str());
+    else if (a == "--link-gbps") {
+      if (!ParseLinkGbps(args[++i], o)) {
+        *error = "--link-gbps wants INTRA[,INTER] in GB/s, e.g. 450,50";
+        return false;
+      }
+    }
     else if (a.starts_with("-") && a != "-") {
       *error = "unknown option " + a;
       return false;
@@ -117,7 +133,9 @@ HeatMap BuildHeat(const Frame& f, const std::vector<Candidate>& cands) {
 
 // A straggler sets the pace of every rank it synchronizes with, and a cost every rank shares is
 // paid on each: either way, removing the time it costs a step shortens the job's step by about
-// that much. (Overlap with other work makes this an upper bound.)
+// that much. (Overlap with other work makes this an upper bound.) The impact is per iteration of
+// the windows it was seen in: one seen in half of them (a periodic checkpoint, a fault that
+// began halfway) costs the run half as much.
 void AttachWhatIf(double iteration_s, std::vector<Candidate>* cands) {
   for (Candidate& c : *cands) {
     if (c.category == "hang" || c.impact_s_per_iter <= 0) continue;
@@ -126,7 +144,11 @@ void AttachWhatIf(double iteration_s, std::vector<Candidate>* cands) {
                             ? c.evidence.value("iteration_s", 0.0)
                             : iteration_s;
     if (step <= 0) continue;
-    const double without = std::max(0.0, step - c.impact_s_per_iter);
+    const int seen = c.evidence.value("windows_seen", 0);
+    const int total = c.evidence.value("windows_total", 0);
+    const double persistence =
+        seen > 0 && total >= seen ? static_cast<double>(seen) / static_cast<double>(total) : 1.0;
+    const double without = std::max(0.0, step - c.impact_s_per_iter * persistence);
     c.evidence["what_if"] = {{"step_s", step},
                              {"step_without_s", without},
                              {"faster_pct", 100.0 * (step - without) / step}};
@@ -160,7 +182,7 @@ Report Analyze(std::unique_ptr<Dataset> dataset, const Thresholds& thresholds) {
   const Frame frame = MakeFrame(ds, rep.groups, thresholds);
   std::vector<Finding> findings;
   for (auto detect : {DetectDifferential, DetectExpectedRange, DetectCriticalPath, DetectTemporal,
-                      DetectArrival, DetectLinks}) {
+                      DetectArrival, DetectLinks, DetectBandwidth}) {
     std::vector<Finding> more = detect(frame);
     findings.insert(findings.end(), more.begin(), more.end());
   }
@@ -178,7 +200,8 @@ int AnalyzeCommand(std::span<const std::string> args, std::ostream& out, std::os
   std::string error;
   if (!ParseOptions(args, &o, &error)) {
     err << "perftracker analyze: " << error
-        << " (usage: perftracker analyze DIR [--json PATH|-] [--html PATH] [--top N])\n";
+        << " (usage: perftracker analyze DIR [--json PATH|-] [--html PATH] [--top N] "
+           "[--link-gbps INTRA[,INTER]])\n";
     return kExitUsage;
   }
   auto ds = Ingest(o.dir, {o.threads, &err}, &error);
@@ -188,6 +211,8 @@ int AnalyzeCommand(std::span<const std::string> args, std::ostream& out, std::os
   }
   Thresholds thresholds;
   thresholds.min_score = o.min_score;
+  thresholds.intra_link_gbps = o.intra_link_gbps;
+  thresholds.inter_link_gbps = o.inter_link_gbps;
   const Report rep = Analyze(std::move(ds), thresholds);
   if (!o.html_path.empty()) {
     std::ostringstream html;

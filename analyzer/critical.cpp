@@ -52,6 +52,33 @@ std::vector<double> SubtreeCritical(const Frame& f, const Slot& s,
   return sub;
 }
 
+// `fn` and the Python functions beneath it through Python callers only: the functions whose
+// critical time adds up into fn's (as in SubtreeCritical). Parents precede their children in
+// the catalog.
+std::vector<size_t> SubtreeOf(const Frame& f, const std::vector<int32_t>& parent, size_t fn) {
+  const auto& fns = f.ds->catalog.functions();
+  std::vector<bool> in(fns.size(), false);
+  std::vector<size_t> out;
+  for (size_t i = fn; i < fns.size(); ++i) {
+    const int32_t p = parent[i];
+    in[i] = i == fn || (fns[i].kind == FunctionKind::kPython && p >= 0 &&
+                        static_cast<size_t>(p) < i && in[static_cast<size_t>(p)]);
+    if (in[i]) out.push_back(i);
+  }
+  return out;
+}
+
+// The critical ns of a subtree in one slot. Unlike the range's sums, the framework's frames
+// count on a CPU rank too: the question is how long the function held the critical path, and a
+// user function's torch.save is on it however the range judges torch's own frames.
+double SubtreeCriticalNs(const Slot& s, const std::vector<size_t>& subtree) {
+  double ns = 0;
+  for (const size_t i : subtree) {
+    if (i < s.functions.size()) ns += s.functions[i].critical_ns;
+  }
+  return ns;
+}
+
 }  // namespace
 
 std::vector<Finding> DetectCriticalPath(const Frame& f) {
@@ -157,25 +184,50 @@ std::vector<Finding> DetectCriticalPath(const Frame& f) {
 
 namespace perftracker::analyzer {
 
+// beta on the candidate's ranks and their peers, over the windows its function ran in: of its
+// subtree for a Python function (the verdict may be a caller whose own time is nil), of its own
+// critical time otherwise.
 void AttachBeta(const Frame& f, std::vector<Candidate>* cands) {
+  const auto& fns = f.ds->catalog.functions();
+  std::vector<int32_t> parent(fns.size(), -1);
+  for (size_t i = 0; i < fns.size(); ++i) {
+    if (fns[i].parent_id != 0) parent[i] = f.ds->catalog.IndexOf(fns[i].parent_id);
+  }
   for (Candidate& c : *cands) {
     if (c.catalog_function < 0 || c.group < 0 || c.evidence.contains("beta")) continue;
     const auto fn = static_cast<size_t>(c.catalog_function);
+    const bool subtree = fns[fn].kind == FunctionKind::kPython;
+    const auto& members = (*f.groups)[static_cast<size_t>(c.group)].members;
+    std::vector<size_t> culprit_members;
+    for (const size_t m : members) {
+      const int rank = f.ds->ranks[m].rank();
+      if (std::find(c.rank_set.begin(), c.rank_set.end(), rank) != c.rank_set.end()) {
+        culprit_members.push_back(m);
+      }
+    }
+    const std::vector<bool> ran = SlotsWhereRan(f, culprit_members, c.catalog_function);
+    const std::vector<size_t> members_of_subtree =
+        subtree ? SubtreeOf(f, parent, fn) : std::vector<size_t>{};
     std::vector<double> culprits, peers;
-    for (const size_t m : (*f.groups)[static_cast<size_t>(c.group)].members) {
+    for (const size_t m : members) {
       double critical = 0, iteration = 0;
       bool known = false;
       for (size_t k = 0; k < f.slots[m].size(); ++k) {
         const Slot* s = SlotAt(f, m, k);
-        if (s == nullptr || s->critical_windows < s->windows || s->windows == 0) continue;
+        if (s == nullptr || !ran[k] || s->critical_windows < s->windows || s->windows == 0) {
+          continue;
+        }
         known = true;
         iteration += s->iteration_ns;
-        if (fn < s->functions.size()) critical += s->functions[fn].critical_ns;
+        if (subtree) {
+          critical += SubtreeCriticalNs(*s, members_of_subtree);
+        } else if (fn < s->functions.size()) {
+          critical += s->functions[fn].critical_ns;
+        }
       }
       if (!known || iteration <= 0) continue;
-      const int rank = f.ds->ranks[m].rank();
-      const bool culprit =
-          std::find(c.rank_set.begin(), c.rank_set.end(), rank) != c.rank_set.end();
+      const bool culprit = std::find(culprit_members.begin(), culprit_members.end(), m) !=
+                           culprit_members.end();
       (culprit ? culprits : peers).push_back(critical / iteration);
     }
     if (culprits.empty()) continue;

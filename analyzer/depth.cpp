@@ -24,12 +24,12 @@ bool Liftable(format::FunctionKind k) {
   return k == format::FunctionKind::kPython || k == format::FunctionKind::kDataLoader;
 }
 
-// Inclusive ns per iteration of `fn` on one rank, over the slots it has.
-double InclusivePerIteration(const Frame& f, size_t r, int32_t fn) {
+// Inclusive ns per iteration of `fn` on one rank, over the slots it has among `slots`.
+double InclusivePerIteration(const Frame& f, size_t r, int32_t fn, const std::vector<bool>& slots) {
   double ns = 0, iterations = 0;
   for (size_t k = 0; k < f.slots[r].size(); ++k) {
     const Slot* s = SlotAt(f, r, k);
-    if (s == nullptr) continue;
+    if (s == nullptr || !slots[k]) continue;
     iterations += s->iterations;
     if (static_cast<size_t>(fn) < s->functions.size()) {
       ns += s->functions[static_cast<size_t>(fn)].total_ns;
@@ -40,13 +40,14 @@ double InclusivePerIteration(const Frame& f, size_t r, int32_t fn) {
 
 struct Sides {
   std::vector<size_t> culprits, peers;  // rank indices
+  std::vector<bool> slots;              // where the flagged frame ran on the culprits
 };
 
 // Culprits' mean inclusive time per iteration minus the peers' median.
 double Excess(const Frame& f, const Sides& s, int32_t fn, double* value, double* peer) {
   std::vector<double> c, p;
-  for (const size_t r : s.culprits) c.push_back(InclusivePerIteration(f, r, fn));
-  for (const size_t r : s.peers) p.push_back(InclusivePerIteration(f, r, fn));
+  for (const size_t r : s.culprits) c.push_back(InclusivePerIteration(f, r, fn, s.slots));
+  for (const size_t r : s.peers) p.push_back(InclusivePerIteration(f, r, fn, s.slots));
   double sum = 0;
   for (const double v : c) sum += v;
   *value = c.empty() ? 0 : sum / static_cast<double>(c.size());
@@ -62,6 +63,7 @@ Sides SidesOf(const Frame& f, const Candidate& c) {
                                                                                : s.peers)
         .push_back(m);
   }
+  s.slots = SlotsWhereRan(f, s.culprits, c.catalog_function);
   return s;
 }
 

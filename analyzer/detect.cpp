@@ -20,6 +20,7 @@ double FunctionNs(const FunctionInfo& info, const FunctionSum& sum) {
     case FunctionKind::kMemset:
       return sum.device_est_ns;
     case FunctionKind::kCudaApi:
+    case FunctionKind::kPyNative:  // the same calls, by call site
       return std::max(0.0f, sum.self_ns - sum.wait_ns);  // waiting is someone else's time
     default:
       return sum.self_ns;
@@ -78,6 +79,7 @@ struct Tally {
   int present = 0, flagged = 0;
   double value = 0, median = 0, z = 0, excess = 0, iteration = 0;  // over flagged slots
   double excess_all = 0;                                           // over all slots
+  std::vector<std::array<uint64_t, 2>> spans;  // iterations of the flagged slots, contiguous merged
 };
 
 struct MemberValue {
@@ -107,8 +109,8 @@ double GroupIteration(const Frame& f, const PeerGroup& g, size_t k) {
   return Median(t);
 }
 
-void TallySlot(const Frame& f, const std::vector<MemberValue>& vals, double iter,
-               std::vector<Tally>* tallies) {
+void TallySlot(const Frame& f, const PeerGroup& g, size_t k, const std::vector<MemberValue>& vals,
+               double iter, std::vector<Tally>* tallies) {
   std::vector<double> v;
   for (const MemberValue& m : vals) v.push_back(m.value);
   const double med = MedianOf(v);
@@ -124,6 +126,12 @@ void TallySlot(const Frame& f, const std::vector<MemberValue>& vals, double iter
     if (z > f.th.z && excess > f.th.min_excess_share * iter) {
       ++t.flagged;
       t.value += x, t.median += med, t.z += z, t.excess += excess, t.iteration += iter;
+      const Slot* s = SlotAt(f, g.members[i], k);
+      if (!t.spans.empty() && t.spans.back()[1] >= s->iter_begin) {
+        t.spans.back()[1] = std::max(t.spans.back()[1], s->iter_end);
+      } else {
+        t.spans.push_back({s->iter_begin, s->iter_end});
+      }
     }
   }
 }
@@ -139,6 +147,8 @@ Finding FromTally(const Tally& t, const Frame& f, size_t member_rank_index) {
   out.iteration_ns = t.iteration / n;
   out.windows_seen = t.flagged;
   out.windows_total = t.present;
+  // When it happened: a fault that began mid-run, or moved from rank to rank, says so.
+  out.extra["iterations"] = t.spans;
   return out;
 }
 
@@ -215,13 +225,26 @@ double BinomialTail(int n, int k, double p) {
 // The peers' rate of flagged windows on this metric is what the noise of this host does by
 // itself (a loaded scheduler stretches some call on some rank in some window); the chance that
 // the same noise flags this rank in as many of its windows is the evidence against it being a
-// fault. Returns that chance (0 when no peer was ever flagged), with the peers' rate.
+// fault. Peers flagged in a third of their windows or more are faults of their own, not noise
+// (a straggler that moved from this rank to another, two bad GPUs): up to a quarter of the
+// peers, the most flagged, are left out of the rate. Returns that chance (0 when no peer was ever
+// flagged), with the peers' rate.
 std::pair<double, double> ChanceOfFlags(const std::vector<Tally>& tallies, size_t i) {
-  int flagged = 0, present = 0;
+  std::vector<const Tally*> peers;
   for (size_t j = 0; j < tallies.size(); ++j) {
-    if (j == i) continue;
-    flagged += tallies[j].flagged;
-    present += tallies[j].present;
+    if (j != i && tallies[j].present > 0) peers.push_back(&tallies[j]);
+  }
+  const auto rate_of = [](const Tally* t) {
+    return static_cast<double>(t->flagged) / static_cast<double>(t->present);
+  };
+  std::sort(peers.begin(), peers.end(),
+            [&](const Tally* a, const Tally* b) { return rate_of(a) > rate_of(b); });
+  size_t skip = 0;
+  while (skip < peers.size() / 4 && 3 * peers[skip]->flagged >= peers[skip]->present) ++skip;
+  int flagged = 0, present = 0;
+  for (size_t j = skip; j < peers.size(); ++j) {
+    flagged += peers[j]->flagged;
+    present += peers[j]->present;
   }
   const double rate = present > 0 ? static_cast<double>(flagged) / present : 0;
   return {BinomialTail(tallies[i].present, tallies[i].flagged, rate), rate};
@@ -233,7 +256,7 @@ std::vector<Tally> TallyMetric(const Frame& f, const PeerGroup& g, int32_t fn, A
   std::vector<MemberValue> vals;
   for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {
     if (!SlotValues(f, g, k, fn, agg, &vals)) continue;
-    TallySlot(f, vals, GroupIteration(f, g, k), &tallies);
+    TallySlot(f, g, k, vals, GroupIteration(f, g, k), &tallies);
   }
   return tallies;
 }
@@ -338,6 +361,26 @@ int NeededWindows(int present) { return std::min(3, std::max(1, (present + 1) / 
 
 const Slot* SlotAt(const Frame& f, size_t rank_index, size_t slot_index) {
   return f.slots[rank_index][slot_index];
+}
+
+std::vector<bool> SlotsWhereRan(const Frame& f, const std::vector<size_t>& rank_indices,
+                                int32_t function) {
+  const size_t n = f.ds->slot_keys.size();
+  std::vector<bool> ran(n, false);
+  size_t count = 0;
+  for (size_t k = 0; k < n && function >= 0; ++k) {
+    for (const size_t r : rank_indices) {
+      const Slot* s = SlotAt(f, r, k);
+      if (s != nullptr && static_cast<size_t>(function) < s->functions.size() &&
+          s->functions[static_cast<size_t>(function)].count > 0) {
+        ran[k] = true;
+        ++count;
+        break;
+      }
+    }
+  }
+  if (count == 0 || count == n) ran.assign(n, true);
+  return ran;
 }
 
 double MetricSamplingVar(const Frame& f, size_t r, size_t k, int32_t fn, Aggregate agg) {

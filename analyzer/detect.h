@@ -16,6 +16,8 @@
 //  temporal       per group: the median rank's value in the latest slots against the earliest.
 //  arrival        per group (C4): each rank's launch offset at every collective against the
 //                 peers'; the rank that arrives late is the one the others wait for.
+//  bandwidth      per communicator: collectives' bus bandwidth against the link's peak (given
+//                 by the user), below half of it on every rank = fabric or configuration.
 //  links          C4's matrix. With network cells (net_send, NCCL profiler plugin): wire time
 //                 per byte of every (sender, receiver) cell against the lower quartile of all
 //                 cells; else point-to-point device times, a cell slow at both ends. An
@@ -42,6 +44,11 @@ struct Thresholds {
   double blocking_expected = 0.01;  // data loader, GC, syncs: expected share of the iteration
   double memcpy_expected = 0.05;
   double min_score = 0.01;  // candidates below are not reported (the paper's beta gate)
+  // Collectives' expected range (bandwidth.cpp): per-GPU link peaks in GB/s, inside a node and
+  // between nodes (0: unknown, not judged), and the least fraction of it a collective should get.
+  double intra_link_gbps = 0;
+  double inter_link_gbps = 0;
+  double bus_expected = 0.5;
   // Largest chance, given the peers' rate of flagged windows, of a rank being flagged in as
   // many windows as it was, for the finding to stand. Strict, because it is asked of every
   // function on every rank: a fault on one rank has a chance of 1e-6 or less, noise 0.01-0.1.
@@ -52,7 +59,15 @@ struct Thresholds {
 // a little is invisible per function and obvious in the sum.
 enum class Aggregate : uint8_t { kNone, kKernels, kPython, kCudaApi, kMemcpy, kCollectives };
 
-enum class Source : uint8_t { kDifferential, kExpectedRange, kTemporal, kArrival, kLink, kHang };
+enum class Source : uint8_t {
+  kDifferential,
+  kExpectedRange,
+  kTemporal,
+  kArrival,
+  kLink,
+  kHang,
+  kBandwidth,
+};
 
 struct Finding {
   Source source = Source::kDifferential;
@@ -95,6 +110,11 @@ double MetricValue(const Frame& f, size_t rank_index, size_t slot_index, int32_t
 double MetricSamplingVar(const Frame& f, size_t rank_index, size_t slot_index, int32_t function,
                          Aggregate aggregate);
 const Slot* SlotAt(const Frame& f, size_t rank_index, size_t slot_index);
+// The slots in which `function` ran on any of `rank_indices`; every slot when it ran in all of
+// them or in none. An intermittent cause (a checkpoint every N steps) is then measured where it
+// happened, on the same basis as the windows its finding was seen in.
+std::vector<bool> SlotsWhereRan(const Frame& f, const std::vector<size_t>& rank_indices,
+                                int32_t function);
 std::string_view AggregateName(Aggregate a);
 // The kind sum a function belongs to (kNone for collectives and kinds without a sum).
 Aggregate AggregateOf(const FunctionInfo& info);
@@ -110,5 +130,8 @@ std::vector<Finding> DetectArrival(const Frame& f);  // culprit.cpp
 // (critical.cpp).
 std::vector<Finding> DetectCriticalPath(const Frame& f);
 std::vector<Finding> DetectLinks(const Frame& f);    // culprit.cpp
+// Communicators whose collectives move data under the expected fraction of the link's peak on
+// every rank (bandwidth.cpp).
+std::vector<Finding> DetectBandwidth(const Frame& f);
 
 }  // namespace perftracker::analyzer

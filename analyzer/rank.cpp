@@ -34,6 +34,8 @@ std::string_view SourceName(Source s) {
       return "link_matrix";
     case Source::kHang:
       return "live_slots";
+    case Source::kBandwidth:
+      return "bus_bandwidth";
   }
   return "";
 }
@@ -125,8 +127,9 @@ Candidate ToCandidate(const Frame& f, const Finding& x) {
     c.function = x.label;
   const bool all =
       x.source == Source::kExpectedRange || x.source == Source::kTemporal || AllOfGroup(f, x);
-  c.category = x.source == Source::kLink ? "communication_link"
-               : all                     ? CategoryAllRanks(c.kind)
+  c.category = x.source == Source::kLink        ? "communication_link"
+               : x.source == Source::kBandwidth ? "communication_fabric"
+               : all                            ? CategoryAllRanks(c.kind)
                                          : CategorySubset(c.kind, x.aggregate != Aggregate::kNone);
   if (x.source == Source::kArrival) c.category = "host_cpu";
   if (const std::string enclosing = EnclosingCategory(f, x); !enclosing.empty()) {
@@ -139,13 +142,14 @@ Candidate ToCandidate(const Frame& f, const Finding& x) {
   c.aggregate = x.aggregate;
   c.group = x.group;
   const bool per_byte = x.source == Source::kLink;
+  const bool gbps = x.source == Source::kBandwidth;
   Json e = {{"source", SourceName(x.source)},
-            {"peer_median", per_byte ? x.peer_median_ns : x.peer_median_ns * 1e-9},
-            {"value", per_byte ? x.value_ns : x.value_ns * 1e-9},
+            {"peer_median", per_byte || gbps ? x.peer_median_ns : x.peer_median_ns * 1e-9},
+            {"value", per_byte || gbps ? x.value_ns : x.value_ns * 1e-9},
             {"deviation", x.deviation},
             {"windows_seen", x.windows_seen},
             {"windows_total", x.windows_total},
-            {"unit", per_byte ? "ns/byte" : "s/iter"},
+            {"unit", per_byte ? "ns/byte" : gbps ? "GB/s" : "s/iter"},
             {"iteration_s", x.iteration_ns * 1e-9}};
   if (x.group >= 0) e["peer_group"] = (*f.groups)[static_cast<size_t>(x.group)].label;
   e["decided_by"] = DecidedBy(x, c.kind);
@@ -154,10 +158,21 @@ Candidate ToCandidate(const Frame& f, const Finding& x) {
   return c;
 }
 
-std::map<int, std::set<int>> Stragglers(const std::vector<Finding>& findings) {
+bool Waits(const std::string& kind) { return kind == "collective" || kind == "sync"; }
+
+// The ranks that hold their group back: those that arrive late at collectives (C4), and those
+// whose own work (not their waiting) is slower than their peers'.
+std::map<int, std::set<int>> Stragglers(const Frame& f, const std::vector<Finding>& findings) {
   std::map<int, std::set<int>> out;
+  const auto& fns = f.ds->catalog.functions();
   for (const Finding& x : findings) {
-    if (x.source == Source::kArrival) out[x.group].insert(x.ranks.begin(), x.ranks.end());
+    const bool own_work =
+        x.source == Source::kDifferential &&
+        (x.function < 0 ||
+         !Waits(std::string(format::KindName(fns[static_cast<size_t>(x.function)].kind))));
+    if (x.source == Source::kArrival || own_work) {
+      out[x.group].insert(x.ranks.begin(), x.ranks.end());
+    }
   }
   return out;
 }
@@ -186,16 +201,22 @@ void ApplyArrival(const std::vector<Finding>& findings, std::vector<Candidate>* 
   }
 }
 
-// Victims: communication-time findings in a group whose straggler is someone else.
-void DemoteVictims(const std::vector<Finding>& findings, std::vector<Candidate>* cands) {
-  const auto stragglers = Stragglers(findings);
+// Victims: communication-time findings in a group whose straggler is someone else. Waiting
+// that grew on every rank (a temporal finding on syncs or collectives, the straggler's own
+// included: its host waits for its slow device) is the straggler's delay passed on.
+void DemoteVictims(const Frame& f, const std::vector<Finding>& findings,
+                   std::vector<Candidate>* cands) {
+  const auto stragglers = Stragglers(f, findings);
   for (Candidate& c : *cands) {
     const auto it = stragglers.find(c.group);
     if (it == stragglers.end() || c.source == Source::kArrival) continue;
     const bool on_straggler = std::any_of(c.rank_set.begin(), c.rank_set.end(),
                                           [&](int r) { return it->second.count(r) > 0; });
-    const bool waits = c.kind == "collective" || c.kind == "sync" || c.source == Source::kTemporal;
-    if (!on_straggler && waits) {
+    const bool temporal = c.source == Source::kTemporal;
+    const bool waits = Waits(c.kind) || temporal;
+    const size_t members = (*f.groups)[static_cast<size_t>(c.group)].members.size();
+    const bool passed_on = temporal && Waits(c.kind) && it->second.size() < members;
+    if ((!on_straggler && waits) || passed_on) {
       c.score *= 0.1;
       c.evidence["likely_victim_of"] = std::vector<int>(it->second.begin(), it->second.end());
     }
@@ -272,7 +293,52 @@ void FoldAggregates(const Frame& f, std::vector<Candidate>* cands) {
 // Whether a candidate speaks of the whole group (against an expected range, or a trend of the
 // median rank) or of the ranks that deviate from their peers.
 bool WholeGroup(const Candidate& c) {
-  return c.source == Source::kExpectedRange || c.source == Source::kTemporal;
+  return c.source == Source::kExpectedRange || c.source == Source::kTemporal ||
+         c.source == Source::kBandwidth;
+}
+
+// Iterations two spans lists ([[begin, end), ...]) have in common.
+uint64_t Overlap(const Json& a, const Json& b) {
+  uint64_t common = 0;
+  for (const Json& x : a) {
+    for (const Json& y : b) {
+      const uint64_t lo = std::max(x[0].get<uint64_t>(), y[0].get<uint64_t>());
+      const uint64_t hi = std::min(x[1].get<uint64_t>(), y[1].get<uint64_t>());
+      if (hi > lo) common += hi - lo;
+    }
+  }
+  return common;
+}
+
+uint64_t Length(const Json& spans) {
+  uint64_t n = 0;
+  for (const Json& x : spans) n += x[1].get<uint64_t>() - x[0].get<uint64_t>();
+  return n;
+}
+
+// The same fault on other ranks (`c`) joins `into`, with each rank's iterations. Ranks slow at
+// the same time pace the job together (the slowest sets the step); a fault that moved from rank
+// to rank cost the job in each rank's turn, so its windows and score add up.
+void MergeRanksInTime(const Candidate& c, Candidate* into) {
+  Json& e = into->evidence;
+  if (!e.contains("iterations") || !c.evidence.contains("iterations")) return;
+  if (!e.contains("iterations_by_rank")) {
+    for (const int r : into->rank_set) {
+      e["iterations_by_rank"].push_back({{"rank", r}, {"iterations", e["iterations"]}});
+    }
+  }
+  const Json& theirs = c.evidence["iterations"];
+  for (const int r : c.rank_set) {
+    e["iterations_by_rank"].push_back({{"rank", r}, {"iterations", theirs}});
+  }
+  const uint64_t shorter = std::min(Length(e["iterations"]), Length(theirs));
+  if (shorter == 0 || 4 * Overlap(e["iterations"], theirs) > shorter) return;
+  into->score += c.score;
+  e["windows_seen"] = e.value("windows_seen", 0) + c.evidence.value("windows_seen", 0);
+  Json all = e["iterations"];
+  for (const Json& x : theirs) all.push_back(x);
+  std::sort(all.begin(), all.end());
+  e["iterations"] = all;
 }
 
 // Same thing said twice: by several detectors, or about several ranks (union of rank sets), or
@@ -295,6 +361,7 @@ void MergeDuplicates(std::vector<Candidate>* cands) {
       out.push_back(std::move(c));
       continue;
     }
+    if (same->rank_set != c.rank_set) MergeRanksInTime(c, &*same);
     std::set<int> ranks(same->rank_set.begin(), same->rank_set.end());
     ranks.insert(c.rank_set.begin(), c.rank_set.end());
     same->rank_set.assign(ranks.begin(), ranks.end());
@@ -337,7 +404,7 @@ std::vector<Candidate> RankCandidates(const Frame& f, const std::vector<Finding>
   std::vector<Candidate> cands;
   for (const Finding& x : findings) cands.push_back(ToCandidate(f, x));
   ApplyArrival(findings, &cands);
-  DemoteVictims(findings, &cands);
+  DemoteVictims(f, findings, &cands);
   DemoteCommunicationGrowth(&cands);
   FoldAggregates(f, &cands);
   LiftToUserDepth(f, &cands);

@@ -89,6 +89,11 @@ std::string EvidenceLine(const Candidate& c) {
   if (unit == "s/iter") {
     line = FormatSeconds(e.value("value", 0.0)) + " vs peers " +
            FormatSeconds(e.value("peer_median", 0.0));
+  } else if (unit == "GB/s") {
+    line = Printf("bus bandwidth %.3g GB/s", e.value("value", 0.0)) +
+           Printf(", %.0f%% of the link's", 100 * e.value("fraction_of_peak", 0.0)) +
+           Printf(" %.3g GB/s", e.value("link_peak_gbps", 0.0)) +
+           Printf(" (expected >= %.0f%%)", 100 * e.value("expected_min_fraction", 0.0));
   } else if (unit == "ns/byte") {
     line = Printf("%.3g", e.value("value", 0.0)) + " vs " +
            Printf("%.3g", e.value("peer_median", 0.0)) + " ns/byte";
@@ -164,6 +169,29 @@ void WritePathAndParts(const Json& e, std::ostream& out) {
   }
 }
 
+// When a fault that did not last the whole run was seen: from the middle on, or rank by rank
+// (a straggler that moved).
+void WriteWhen(const Json& e, std::ostream& out) {
+  const auto spans = [](const Json& list) {
+    std::string text;
+    for (const Json& x : list) {
+      text += (text.empty() ? "" : ", ") + std::to_string(x[0].get<uint64_t>()) + "-" +
+              std::to_string(x[1].get<uint64_t>());
+    }
+    return text;
+  };
+  if (e.contains("iterations_by_rank")) {
+    std::string line;
+    for (const Json& r : e["iterations_by_rank"]) {
+      line += (line.empty() ? "" : "; ") + ("rank " + std::to_string(r.value("rank", -1))) +
+              " iterations " + spans(r["iterations"]);
+    }
+    out << "      when: " << Clean(line, 100) << "\n";
+  } else if (e.contains("iterations") && e.value("windows_seen", 0) < e.value("windows_total", 0)) {
+    out << "      when: iterations " << Clean(spans(e["iterations"]), 90) << "\n";
+  }
+}
+
 // C4's evidence that this rank holds the others back.
 std::string ArrivalLine(const Json& a) {
   return "culprit: arrives last at " +
@@ -188,6 +216,7 @@ void Candidates(const Report& rep, size_t top, std::ostream& out) {
                   c.category.c_str(), Clean(RankListLabel(c.rank_set), 11).c_str(), c.kind.c_str());
     out << head << Clean(c.function, 48) << "\n";
     out << "      " << Clean(EvidenceLine(c), 110) << "\n";
+    WriteWhen(c.evidence, out);
     if (c.evidence.contains("arrival"))
       out << "      " << ArrivalLine(c.evidence["arrival"]) << "\n";
     if (c.evidence.contains("top_functions") && !c.evidence["top_functions"].empty()) {

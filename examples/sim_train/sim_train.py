@@ -4,6 +4,8 @@
   buckets all-reduced during backward) -> optimizer.step, with a loss.item() host sync every
   --log-every steps.
   pipeline-parallel (--mode pp): GPipe over --pp-stages stages, data-parallel inside a stage.
+  tensor-parallel (--mode tp): layers split over --tp-size consecutive ranks (an all-reduce of
+  the partial outputs twice per layer forward and backward), data-parallel across the groups.
 
 See README.md for the launch command and the SIM_TRAIN_* fault knobs.
 """
@@ -18,11 +20,12 @@ from simtorch.data import DataLoader
 from simtorch.distributed import DistributedDataParallel, ProcessGroupNCCL, barrier
 from simtorch.faults import Faults
 from simtorch.pipeline import PipelineStage
+from simtorch.tensor_parallel import TensorParallelModel
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--mode", choices=("dp", "pp"), default="dp")
+    p.add_argument("--mode", choices=("dp", "pp", "tp"), default="dp")
     p.add_argument("--iters", type=int, default=50)
     p.add_argument("--layers", type=int, default=8)
     p.add_argument("--hidden", type=int, default=4096)
@@ -34,6 +37,7 @@ def parse_args(argv):
     p.add_argument("--log-every", type=int, default=10)
     p.add_argument("--pp-stages", type=int, default=2)
     p.add_argument("--microbatches", type=int, default=4)
+    p.add_argument("--tp-size", type=int, default=2)
     p.add_argument("--input-mb", type=int, default=0,
                    help="bytes copied host-to-device per batch, in MiB (default: the token ids)")
     return p.parse_args(argv)
@@ -58,6 +62,9 @@ class Trainer:
         if args.mode == "pp":
             self.pipeline = PipelineStage(args, rank, world, self.group, self.loss)
             self.optimizer = optim.AdamW(self.pipeline.model.param_bytes)
+        elif args.mode == "tp":
+            self.model = TensorParallelModel(args, rank, world, self.group, self.loss)
+            self.optimizer = optim.AdamW(self.model.model.param_bytes)
         else:
             self.model, self.ddp = build_dp(args, rank, self.group, self.loss)
             self.optimizer = optim.AdamW(self.model.param_bytes)
@@ -70,6 +77,9 @@ class Trainer:
         if self.args.mode == "pp":
             self.pipeline.forward(batch)
             self.pipeline.backward()
+        elif self.args.mode == "tp":
+            self.model.forward(batch)
+            self.model.backward()
         else:
             self.ddp.forward(batch)
             self.ddp.backward()
@@ -100,6 +110,9 @@ def main(argv):
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if args.mode == "pp" and world % args.pp_stages:
         sys.exit(f"sim_train: world size {world} is not a multiple of --pp-stages")
+    if args.mode == "tp" and (world % args.tp_size or args.hidden % args.tp_size or
+                              args.heads % args.tp_size):
+        sys.exit("sim_train: --tp-size must divide the world size, --hidden and --heads")
     cuda.init(local_rank)
     faults = Faults(rank)
     faults.start()

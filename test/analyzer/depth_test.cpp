@@ -62,4 +62,30 @@ TEST_CASE("a cost deep in a library is named at the user's frame, once, with its
   CHECK(serialization == 0);
 }
 
+TEST_CASE("a periodic cost is measured in the windows it ran, and costs the run only those",
+          "[analyzer][depth]") {
+  // Rank 0 checkpoints in every other window (and nobody else ever does): the verdict's parts,
+  // its beta and its inclusive time are those of the windows with a checkpoint, like the
+  // differential's value; the what-if spreads it over the run.
+  JobSpec spec;
+  spec.windows = 6;
+  spec.shape = SmallShape();
+  spec.edit = [](int rank, format::Window* w) {
+    if (rank == 0 && w->window_seq % 2 == 1) AddCheckpoint(rank, 0, w);
+  };
+  const Json j = AnalyzeJob(spec);
+  REQUIRE_FALSE(j["candidates"].empty());
+  const Json& top = j["candidates"][0];
+  INFO(top.dump(2));
+  CHECK(top["function"] == "/home/user/train.py:50:save_checkpoint");
+  const Json& e = top["evidence"];
+  CHECK(e["windows_seen"] == 3);
+  CHECK(e["inclusive_value"].get<double>() > 0.0105);
+  REQUIRE(e["largest_parts"].size() >= 1);
+  CHECK(e["largest_parts"][0]["excess_s_per_iter"].get<double>() > 0.0105);
+  const double step = e["what_if"]["step_s"].get<double>();
+  CHECK(step - e["what_if"]["step_without_s"].get<double>() ==
+        Approx(top["impact_s_per_iter"].get<double>() / 2).epsilon(0.01));
+}
+
 }  // namespace perftracker::testing

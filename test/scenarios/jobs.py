@@ -37,8 +37,8 @@ class Tools:
         self.lib = lib or os.path.join(self.build, "preload", "libperftracker.so")
         self.cli = os.path.join(self.build, "analyzer", "perftracker")
 
-    def analyze(self, job_dir, min_score=None):
-        cmd = [self.cli, "analyze", job_dir, "--json", "-", "--top", "20"]
+    def analyze(self, job_dir, min_score=None, extra=()):
+        cmd = [self.cli, "analyze", job_dir, "--json", "-", "--top", "20"] + list(extra)
         if min_score is not None:
             cmd += ["--min-score", str(min_score)]
         p = subprocess.run(cmd, capture_output=True, text=True)

@@ -73,10 +73,15 @@ def judge(s, report, everything):
                    f"best below threshold {describe(top)}"
     true = next((c for c in everything["candidates"] if matches(c, s.expect)), None)
     runner = next((c for c in everything["candidates"] if c is not true), None)
+    margin = ""
+    if true and runner and runner["score"] > 0:
+        margin = f"; margin {true['score'] / runner['score']:.1f}x"
+    elif true:
+        margin = "; margin inf"
     ok = bool(cands) and matches(cands[0], s.expect) and hang_frames_ok(report, s.expect) and \
         gemm_ok(cands[0], s.expect) and helpers_ok(cands[0], s.expect)
     first = "" if ok else f"; first {describe(cands[0] if cands else None)}"
-    return ok, f"true cause {describe(true)}; runner-up {describe(runner)}{first}"
+    return ok, f"true cause {describe(true)}; runner-up {describe(runner)}{margin}{first}"
 
 
 def run_one(s, tools, root):
@@ -87,13 +92,14 @@ def run_one(s, tools, root):
     if s.hang:
         def until():
             try:
-                return bool(tools.analyze(job_dir)["hangs"])
+                return bool(tools.analyze(job_dir, extra=s.analyze_args)["hangs"])
             except (RuntimeError, ValueError):
                 return False
     rc, how = jobs.run(s, tools, out_dir, until)
     if how == "timeout" or (how == "exited" and (rc != 0) != s.hang):
         return False, f"job {how} (exit {rc}); log {out_dir}/job.log"
-    return judge(s, tools.analyze(job_dir), tools.analyze(job_dir, min_score=0))
+    return judge(s, tools.analyze(job_dir, extra=s.analyze_args),
+                 tools.analyze(job_dir, min_score=0, extra=s.analyze_args))
 
 
 def main():

@@ -32,10 +32,21 @@ class Scenario:
     ci: bool = False  # part of the default (CI) subset
     nodes: int = 1  # > 1: one torchrun per node, each under its own hostname
     hang: bool = False  # watch for the hang, then SIGKILL the job
+    analyze_args: list = field(default_factory=list)  # extra `perftracker analyze` options
 
 
+# What the simulated cluster's links give (SIMGPU_NVLINK_GBPS, SIMGPU_NIC_GBPS defaults), as a
+# user who knows the hardware passes it.
+LINKS = ["--link-gbps", "150,25"]
 # sim_train, data parallel: ~270 simulated ms per step, 40 steps = 8 windows of 5.
 DP = ["--iters", "40", "--layers", "4", "--seq", "2048", "--log-every", "5"]
+# 60 steps (12 windows of 5): long enough for a fault that begins or moves halfway.
+DP60 = ["--iters", "60", "--layers", "4", "--seq", "2048", "--log-every", "5"]
+DP_OPS_PER_STEP = 11  # NCCL all-reduces a DP step issues (gradient buckets): SIMGPU_* "@op" specs
+HALFWAY = 30 * DP_OPS_PER_STEP
+# Tensor parallel in pairs x 4 data-parallel replicas.
+TP = ["--mode", "tp", "--tp-size", "2", "--iters", "40", "--layers", "4", "--seq", "2048",
+      "--log-every", "5"]
 # Pipeline parallel (sends between stages go over the links the link matrix checks).
 PP = ["--mode", "pp", "--pp-stages", "2", "--iters", "30", "--layers", "4", "--seq", "2048",
       "--log-every", "5"]
@@ -46,6 +57,20 @@ SCENARIOS = [
              {"SIMGPU_COMPUTE_SLOWDOWN": "3=1.3"},
              Expect("gpu_compute", [3], r"kernel|gemm|flash|nccl", gemm_tflops_below=0.9),
              ci=True),
+    # The same GPU throttles only from the middle of the run: half of the windows are clean.
+    Scenario("gpu_throttled_halfway", "rank 3's GPU throttles (x1.3) from step 30 of 60",
+             "sim_train", 8, DP60, {"SIMGPU_COMPUTE_SLOWDOWN": f"3=1.3@{HALFWAY}"},
+             Expect("gpu_compute", [3], r"kernel|gemm|flash|nccl")),
+    # The straggler moves: rank 2's GPU is slow for the first half, rank 5's for the second.
+    Scenario("straggler_moves", "a x1.3 straggler on rank 2 for steps 0-30, then on rank 5",
+             "sim_train", 8, DP60,
+             {"SIMGPU_COMPUTE_SLOWDOWN": f"2=1.3@0-{HALFWAY},5=1.3@{HALFWAY}"},
+             Expect("gpu_compute", [2, 5], r"kernel|gemm|flash|nccl")),
+    # TP x DP: rank 5's GPU is slow. Its tensor-parallel partner (rank 4) waits for it at every
+    # layer's all-reduce, every other replica at the gradient all-reduce: rank 5 alone is named.
+    Scenario("tp_slow_rank", "TP 2 x DP 4: rank 5's GPU x1.3 (its TP partner is rank 4)",
+             "sim_train", 8, TP, {"SIMGPU_COMPUTE_SLOWDOWN": "5=1.3"},
+             Expect("gpu_compute", [5], r"kernel|gemm|flash|nccl")),
     # Pipeline stages on different nodes: activations cross the network, where NCCL's proxy
     # (and its profiler plugin) sees every link; intra-node NVLink has no proxy events.
     Scenario("bad_link", "one bad network link between ranks 2 and 6 (2 nodes of 4): x0.3",
@@ -94,7 +119,15 @@ SCENARIOS = [
     # a loaded 2-core host as a problem: DataLoader.__next__ takes 1-3% of this small step there
     # (one run in eight scored 0.011), though the host waits ~75 ms a step for the device anyway.
     # The host_cpu verdict on "all CUDA API calls" that once scored 0.011 has a noise floor now.
-    Scenario("clean_8", "clean, 8 ranks, 3% jitter", "sim_train", 8, DP, {}, None),
+    Scenario("clean_8", "clean, 8 ranks, 3% jitter (links judged against their peak)",
+             "sim_train", 8, DP, {}, None, analyze_args=LINKS),
+    # The fabric is misconfigured on every rank (as with P2P disabled, traffic through host
+    # memory): NVLink runs at a fifth of its peak. Every rank agrees, so only the collectives'
+    # expected range (bus bandwidth >= half the link's peak) can see it.
+    Scenario("fabric_misconfigured", "NVLink at 30 of its 150 GB/s on every rank",
+             "sim_train", 8, DP, {"SIMGPU_NVLINK_GBPS": "30"},
+             Expect("communication_fabric", ALL8, r"AllReduce.*bus bandwidth",
+                    source="bus_bandwidth"), analyze_args=LINKS),
     # Legitimately unequal roles: rank 0 spends 3 ms more Python a step (its logging) while its
     # device still has the step's work queued. Rank 0's host deviates, but none of it reaches its
     # critical path: the job is no slower, so nothing is a candidate.
@@ -121,6 +154,14 @@ SCENARIOS = [
              "torch_ddp", 4, ["--routine-ms", "3"], {},
              Expect("software_all_ranks", [0, 1, 2, 3], r"summarize_step",
                     source="expected_range")),
+    # Rank 0 saves a checkpoint through torch.save every 10 steps from the job's own function:
+    # the time is spread over torch's serialization frames (pickling, zip records, writes), and
+    # the verdict names the user's function that explains it, with its total cost.
+    Scenario("torch_checkpoint_rank0",
+             "real torch DDP (CPU, gloo): rank 0 saves a 64 MiB checkpoint every 10 steps",
+             "torch_ddp", 4, ["--steps", "60", "--checkpoint-every", "10",
+                              "--checkpoint-mb", "64"], {},
+             Expect("python|software.*|checkpoint.*", [0], r"save_checkpoint$")),
     Scenario("torch_clean", "real torch DDP (CPU, gloo): clean", "torch_ddp", 4, [], {}, None,
              ci=True),
     # More ranks than cores: every rank is descheduled now and then, a different one each time.

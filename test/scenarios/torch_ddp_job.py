@@ -3,12 +3,16 @@ time is the main thread's), an MLP, SGD. `--slow-loader-rank R --slow-loader-ms 
 collation on rank R that much slower: a slow data loader on one rank, which every other rank then
 waits for in DDP's gradient all-reduce. `--loader-workers N` moves loading into N worker
 processes started with `spawn` (common with CUDA): the slow collation then runs in them, and the
-rank's main thread only waits for their batches.
+rank's main thread only waits for their batches. `--checkpoint-every N --checkpoint-mb MB` makes
+rank 0 save a checkpoint with `torch.save` every N steps from the job's own function (the other
+ranks wait for it in the next all-reduce).
 """
 
 import argparse
 import gc
 import os
+import shutil
+import tempfile
 import time
 
 import torch
@@ -28,6 +32,10 @@ def parse_args():
     p.add_argument("--loader-workers", type=int, default=0)
     p.add_argument("--routine-ms", type=float, default=0,
                    help="a pure-Python routine after every step, this long, on every rank")
+    p.add_argument("--checkpoint-every", type=int, default=0,
+                   help="rank 0 saves a checkpoint every this many steps")
+    p.add_argument("--checkpoint-mb", type=int, default=0,
+                   help="optimizer-state-like payload saved with the model, in MiB")
     return p.parse_args()
 
 
@@ -39,6 +47,16 @@ def summarize_step(loss, budget_s):
     while time.perf_counter() < end:
         history.append(sum(i * i for i in range(200)))
     return loss, len(history)
+
+
+def save_checkpoint(model, opt, step, directory, payload):
+    """The job's own checkpoint function: the model, the optimizer and a payload standing in for
+    optimizer moments, through torch.save (pickling, zip records, file writes underneath)."""
+    state = {"step": step, "model": model.module.state_dict(), "optimizer": opt.state_dict(),
+             "moments": payload}
+    path = os.path.join(directory, f"step-{step}.pt")
+    torch.save(state, path + ".tmp")
+    os.replace(path + ".tmp", path)
 
 
 class SlowCollate:
@@ -72,16 +90,24 @@ def main():
         torch.nn.Linear(args.width, args.width), torch.nn.ReLU(),
         torch.nn.Linear(args.width, 1)))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    checkpoints = payload = None
+    if args.checkpoint_every and rank == 0:
+        checkpoints = tempfile.mkdtemp(prefix="torch_ddp_job-ckpt.")
+        payload = torch.randn(args.checkpoint_mb << 18)
     dist.barrier()
     start = time.perf_counter()
-    for x, y in loader:
+    for step, (x, y) in enumerate(loader, start=1):
         opt.zero_grad()
         loss = torch.nn.functional.mse_loss(model(x), y)
         loss.backward()
         opt.step()
         if args.routine_ms:
             summarize_step(loss, args.routine_ms / 1000)
+        if checkpoints and step % args.checkpoint_every == 0:
+            save_checkpoint(model, opt, step, checkpoints, payload)
     dist.barrier()
+    if checkpoints:
+        shutil.rmtree(checkpoints, ignore_errors=True)
     loop_s = time.perf_counter() - start
     # Leave without torch's exit deadlock (README, Known issues): no collective work left
     # holding tensors, the DDP reducer gone while the group still lives, then the group.

@@ -76,14 +76,17 @@ RankTimes TimesOf(const JobShape& shape, int rank, int world_size, uint64_t wind
   const double t = static_cast<double>(shape.iteration_ns);
   const double work = StageWork(StageOf(shape, rank, world_size));
   RankTimes r;
+  const int culprit = shape.fault_moves_to >= 0 && window_seq >= shape.fault_move_window
+                          ? shape.fault_moves_to
+                          : shape.fault_rank;
   if (FaultActive(shape, window_seq)) {
     const double f = shape.fault_factor;
     switch (shape.fault) {
       case Fault::kSlowGpu:
-        r.gpu_factor = shape.fault_rank == rank ? f : 1;
+        r.gpu_factor = culprit == rank ? f : 1;
         break;
       case Fault::kSlowPcie:
-        r.pcie_factor = shape.fault_rank == rank ? f : 1;
+        r.pcie_factor = culprit == rank ? f : 1;
         break;
       case Fault::kSlowDataLoader:
         r.dl_factor = Hits(shape, rank) ? f : 1;
@@ -95,7 +98,7 @@ RankTimes TimesOf(const JobShape& shape, int rank, int world_size, uint64_t wind
         r.gc_factor = Hits(shape, rank) ? f : 1;
         break;
       case Fault::kCpuContention:
-        r.cpu_factor = shape.fault_rank == rank ? f : 1;
+        r.cpu_factor = culprit == rank ? f : 1;
         break;
       default:
         break;

@@ -56,6 +56,9 @@ struct JobShape {
   int fault_peer = -1;
   double fault_factor = 2.0;
   uint64_t fault_from_window = 0;  // windows before it are healthy
+  // A per-rank fault that moves: from window fault_move_window on it is on this rank instead.
+  int fault_moves_to = -1;
+  uint64_t fault_move_window = 0;
   // Legacy spelling of kSlowGpu: used when fault is kNone and slow_rank >= 0.
   int slow_rank = -1;
   double slow_factor = 1.0;

@@ -1,6 +1,7 @@
 #include "core/config.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -112,21 +113,41 @@ int64_t ProcessRank() { return GetConfig().rank; }
 
 int64_t NodeOf(int64_t global_rank) { return global_rank / GetConfig().ranks_per_node; }
 
-double FactorFor(const std::vector<RankFactor>& factors, int64_t rank) {
+double FactorFor(const std::vector<RankFactor>& factors, int64_t rank, int64_t ops) {
   double factor = 1.0;
   for (const RankFactor& f : factors) {
-    if (rank >= f.first && rank <= f.last) factor *= f.factor;
+    if (rank >= f.first && rank <= f.last && ops >= f.from_op && ops < f.to_op) {
+      factor *= f.factor;
+    }
   }
   return factor;
 }
+
+namespace {
+// In the core library, one per process: libnccl counts ops, libcudart reads the count.
+std::atomic<int64_t> g_ops_issued{0};
+}  // namespace
+
+int64_t OpsIssued() { return g_ops_issued.load(std::memory_order_relaxed); }
+int64_t NextOpNumber() { return g_ops_issued.fetch_add(1, std::memory_order_relaxed); }
 
 bool ParseRankFactors(const std::string& spec, std::vector<RankFactor>* out) {
   out->clear();
   for (const std::string& entry : Split(spec, ',')) {
     size_t eq = entry.find('=');
     RankFactor f;
-    if (eq == std::string::npos || !ParseRankRange(entry.substr(0, eq), &f.first, &f.last) ||
-        !ParseDouble(entry.substr(eq + 1), &f.factor)) {
+    std::string value = eq == std::string::npos ? "" : entry.substr(eq + 1);
+    bool ok = eq != std::string::npos && ParseRankRange(entry.substr(0, eq), &f.first, &f.last);
+    if (size_t at = value.find('@'); ok && at != std::string::npos) {
+      // "@A" (from op A on), "@A-" (the same) or "@A-B" (ops A to B-1).
+      const std::string ops = value.substr(at + 1);
+      value.resize(at);
+      const size_t dash = ops.find('-');
+      ok = ParseInt(ops.substr(0, dash), &f.from_op) &&
+           (dash == std::string::npos || dash + 1 == ops.size() ||
+            ParseInt(ops.substr(dash + 1), &f.to_op));
+    }
+    if (!ok || !ParseDouble(value, &f.factor)) {
       out->clear();
       return false;
     }

@@ -29,7 +29,7 @@ namespace simgpu {
   X(nccl_latency_ns, int64, "SIMGPU_NCCL_LATENCY_NS", 10000, "fixed cost of every NCCL op")      \
   X(nccl_algo, string, "SIMGPU_NCCL_ALGO", "ring", "collective model: ring or tree")             \
   X(compute_slowdown, string, "SIMGPU_COMPUTE_SLOWDOWN", "",                                     \
-    "kernel time factor per rank: R=F[,R=F] (R: rank, A-B range or *)")                          \
+    "kernel time factor per rank: R=F[@A[-B]],... (R: rank, A-B or *; @: ops issued in [A,B))") \
   X(pcie_slowdown, string, "SIMGPU_PCIE_SLOWDOWN", "", "host<->device copy time factor: R=F,..") \
   X(link_factor, string, "SIMGPU_LINK_FACTOR", "",                                               \
     "bandwidth factor per link: A-B=F (ranks A,B) or nK=F (every link of node K)")               \
@@ -40,11 +40,14 @@ namespace simgpu {
   X(seed, int64, "SIMGPU_SEED", 1, "seed of the jitter")                                         \
   X(verbose, int64, "SIMGPU_VERBOSE", 0, "1: print the resolved configuration on stderr")
 
-// A factor that applies to a set of ranks (an inclusive range).
+// A factor that applies to a set of ranks (an inclusive range), optionally only while the
+// process's NCCL op count is in [from_op, to_op): a fault that begins (or ends) mid-run.
 struct RankFactor {
   int64_t first = 0;
   int64_t last = 0;
   double factor = 1.0;
+  int64_t from_op = 0;
+  int64_t to_op = INT64_MAX;
 };
 
 // A factor on one link (rank_a <-> rank_b) or, when node >= 0, on every link touching that node.
@@ -85,8 +88,14 @@ const Config& GetConfig();
 int64_t ProcessRank();
 int64_t NodeOf(int64_t global_rank);
 
-// Factor of `rank` in a list (1.0 when no entry matches).
-double FactorFor(const std::vector<RankFactor>& factors, int64_t rank);
+// Factor of `rank` in a list (1.0 when no entry matches) when this process has issued `ops`
+// NCCL ops.
+double FactorFor(const std::vector<RankFactor>& factors, int64_t rank, int64_t ops = 0);
+
+// This process's NCCL op count: the collectives and point-to-point ops it has issued (the "op S"
+// of SIMGPU_HANG/SIMGPU_STALL and the "@A-B" of rank factors). NextOpNumber() counts one more.
+int64_t OpsIssued();
+int64_t NextOpNumber();
 
 // Parsers, exposed for tests. They return false on malformed input.
 bool ParseRankFactors(const std::string& spec, std::vector<RankFactor>* out);

@@ -39,7 +39,7 @@ int64_t KernelDurationNs(const KernelInfo& kernel) {
   uint64_t per_wave = std::max<uint64_t>(1, blocks_per_sm * static_cast<uint64_t>(c.sm_count));
   uint64_t waves = (Product(kernel.grid) + per_wave - 1) / per_wave;
   double ns = static_cast<double>(c.kernel_base_ns) + static_cast<double>(waves * c.block_ns);
-  return static_cast<int64_t>(ns * FactorFor(c.compute_factors, c.rank));
+  return static_cast<int64_t>(ns * FactorFor(c.compute_factors, c.rank, OpsIssued()));
 }
 
 int64_t CopyDurationNs(const CopyInfo& copy) {
@@ -49,7 +49,7 @@ int64_t CopyDurationNs(const CopyInfo& copy) {
     case CopyDir::kHostToDevice:
     case CopyDir::kDeviceToHost:
       return static_cast<int64_t>(static_cast<double>(TransferNs(bytes, c.pcie_gbps)) *
-                                  FactorFor(c.pcie_factors, c.rank));
+                                  FactorFor(c.pcie_factors, c.rank, OpsIssued()));
     case CopyDir::kDeviceToDevice:
       return TransferNs(2 * bytes, c.hbm_gbps);  // read + write
     case CopyDir::kHostToHost:

@@ -25,7 +25,6 @@ namespace {
 
 thread_local int t_group_depth = 0;
 thread_local std::vector<Op> t_pending;
-std::atomic<int64_t> g_op_number{0};
 
 const char* TypeName(ncclDataType_t type) {
   switch (type) {
@@ -174,7 +173,7 @@ size_t TypeBytes(ncclDataType_t type) {
 }
 
 ncclResult_t Issue(Op op) {
-  op.op_number = g_op_number.fetch_add(1);
+  op.op_number = NextOpNumber();
   MaybeHang(op.op_number);
   if (t_group_depth > 0) {
     t_pending.push_back(std::move(op));

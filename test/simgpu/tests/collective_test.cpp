@@ -152,6 +152,40 @@ TEST_CASE("a compute slowdown slows one rank and its peers wait in the collectiv
   CHECK(results[2].values[1] < 15.0);  // rank 2 arrived last
 }
 
+TEST_CASE("a compute slowdown confined to a span of NCCL ops begins and ends there",
+          "[simgpu][nccl]") {
+  // Rank 1 is slow once it has issued 2 NCCL ops and until it has issued 4: of the GEMMs timed
+  // after the barrier and each of 4 all-reduces (2..5 ops issued), the first two take 3x.
+  auto results = RunRanks(
+      2, {{"SIMGPU_COMPUTE_SLOWDOWN", "1=3@2-4"}},
+      [](RankContext& ctx) {
+        Rank r(ctx);
+        simgpu_test::RegisterTestKernels();
+        r.Barrier();  // op 0
+        for (int i = 0; i < 4; ++i) {
+          r.TimedAllReduce(kMiB);
+          simgpu_test::Gate gate(r.stream);
+          cudaEventRecord(r.start, r.stream);
+          cudaLaunchKernel(simgpu_test::GemmKernel(), simgpu_test::GridForNs(10000000 + 2000),
+                           dim3(simgpu_test::kThreads), nullptr, 0, r.stream);
+          cudaEventRecord(r.stop, r.stream);
+          gate.Open();
+          cudaStreamSynchronize(r.stream);
+          float ms = 0;
+          cudaEventElapsedTime(&ms, r.start, r.stop);
+          ctx.result->values[i] = ms;
+        }
+      },
+      20000);
+  RequireAllFinished(results);
+  for (int i = 0; i < 4; ++i) {
+    INFO("GEMM with " << i + 2 << " ops issued");
+    CHECK(results[0].values[i] == Approx(10.002).margin(0.01));
+    const double factor = i < 2 ? 3 : 1;
+    CHECK(results[1].values[i] == Approx(10.002 * factor).margin(0.01));
+  }
+}
+
 TEST_CASE("a link factor slows exactly the collectives that cross that link", "[simgpu][nccl]") {
   constexpr size_t kBytes = 256 * kMiB;
   auto body = [](RankContext& ctx) {

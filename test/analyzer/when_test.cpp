@@ -1,0 +1,114 @@
+// Faults that do not last the whole run: one that begins mid-run, one that moves from rank to
+// rank, and the fabric judged against the link's peak. The verdict says when, and its what-if
+// counts only the windows the fault was in.
+#include <catch2/catch.hpp>
+
+#include "test/analyzer/fixture.h"
+
+namespace perftracker::testing {
+namespace {
+
+using synthetic::Fault;
+using Json = nlohmann::ordered_json;
+
+JobSpec SlowGpu(int rank, uint64_t from_window) {
+  JobSpec spec;
+  spec.windows = 6;
+  spec.shape = SmallShape();
+  spec.shape.fault = Fault::kSlowGpu;
+  spec.shape.fault_rank = rank;
+  spec.shape.fault_factor = 1.3;
+  spec.shape.fault_from_window = from_window;
+  return spec;
+}
+
+}  // namespace
+
+TEST_CASE("a GPU that slows from the middle of the run is named with the iterations it was slow",
+          "[analyzer][when]") {
+  const JobSpec spec = SlowGpu(3, 3);
+  const Json j = AnalyzeJob(spec);
+  REQUIRE_FALSE(j["candidates"].empty());
+  const Json& top = j["candidates"][0];
+  INFO(top.dump(2));
+  CHECK(top["category"] == "gpu_compute");
+  CHECK(top["rank_set"] == Json::array({3}));
+  const Json& e = top["evidence"];
+  CHECK(e["windows_seen"] == 3);
+  // Windows 3..5 of 8 iterations each.
+  const uint64_t per_window = static_cast<uint64_t>(spec.shape.iterations);
+  CHECK(e["iterations"] == Json::array({Json::array({3 * per_window, 6 * per_window})}));
+  // The job loses the impact in half of its windows only.
+  const double step = e["what_if"]["step_s"].get<double>();
+  const double without = e["what_if"]["step_without_s"].get<double>();
+  CHECK(step - without ==
+        Approx(top["impact_s_per_iter"].get<double>() * 3 / e["windows_total"].get<double>())
+            .epsilon(0.01));
+}
+
+TEST_CASE("a straggler that moves between ranks is one verdict, rank by rank",
+          "[analyzer][when]") {
+  // Rank 2's GPU is slow in windows 0-2, rank 5's in windows 3-5. Each rank's flags must not
+  // count as the other's noise: both are named, and the job lost time in all six windows.
+  JobSpec spec = SlowGpu(2, 0);
+  spec.shape.fault_moves_to = 5;
+  spec.shape.fault_move_window = 3;
+  const Json j = AnalyzeJob(spec);
+  REQUIRE_FALSE(j["candidates"].empty());
+  const Json& top = j["candidates"][0];
+  INFO(j["candidates"].dump(2));
+  CHECK(top["category"] == "gpu_compute");
+  CHECK(top["rank_set"] == Json::array({2, 5}));
+  const Json& e = top["evidence"];
+  CHECK(e["windows_seen"] == 6);
+  REQUIRE(e["iterations_by_rank"].size() == 2);
+  const uint64_t per_window = static_cast<uint64_t>(spec.shape.iterations);
+  for (const Json& r : e["iterations_by_rank"]) {
+    const uint64_t from = r["rank"] == 2 ? 0 : 3 * per_window;
+    CHECK(r["iterations"] == Json::array({Json::array({from, from + 3 * per_window})}));
+  }
+  if (j["candidates"].size() > 1) {
+    CHECK(j["candidates"][1]["score"].get<double>() < 0.5 * top["score"].get<double>());
+  }
+}
+
+// The collectives' expected range: bus bandwidth at least half the link's peak. The job's own
+// bandwidth, measured once against an unreachable peak, then sits just inside the range of a
+// peak 1.5x above it and outside the range of one 3x above it.
+TEST_CASE("collectives under half the link's peak on every rank are the fabric's",
+          "[analyzer][bandwidth]") {
+  JobSpec spec;
+  spec.shape = SmallShape();
+  const auto fabric = [](const Json& j) {
+    for (const Json& c : j["candidates"]) {
+      if (c["category"] == "communication_fabric") return c;
+    }
+    return Json();
+  };
+  CHECK(fabric(AnalyzeJob(spec)).is_null());  // no peak given: not judged
+  const Json probe = fabric(AnalyzeJob(spec, {"--link-gbps", "1000000"}));
+  REQUIRE_FALSE(probe.is_null());
+  CHECK(probe["evidence"]["source"] == "bus_bandwidth");
+  CHECK(probe["rank_set"].size() == 8);
+  const double achieved = probe["evidence"]["bus_gbps"].get<double>();
+  REQUIRE(achieved > 0);
+  const auto peak = [&](double times) {
+    return std::to_string(achieved * times) + "," + std::to_string(achieved * times);
+  };
+  CHECK(fabric(AnalyzeJob(spec, {"--link-gbps", peak(1.5)})).is_null());
+  const Json slow = fabric(AnalyzeJob(spec, {"--link-gbps", peak(3)}));
+  REQUIRE_FALSE(slow.is_null());
+  CHECK(slow["evidence"]["fraction_of_peak"].get<double>() == Approx(1.0 / 3).epsilon(0.05));
+  CHECK(slow["evidence"]["windows_seen"] == slow["evidence"]["windows_total"]);
+}
+
+TEST_CASE("the link peak option wants one or two positive numbers", "[analyzer][bandwidth]") {
+  for (const char* bad : {"fast", "0", "100,", "100,x", "-5"}) {
+    INFO(bad);
+    const CliResult r = Cli({"analyze", "/nonexistent", "--link-gbps", bad});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("--link-gbps") != std::string::npos);
+  }
+}
+
+}  // namespace perftracker::testing
