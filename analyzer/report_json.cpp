@@ -98,7 +98,7 @@ Json ReportJson(const Report& rep, size_t top) {
   }
   Json hangs = Json::array();
   for (const Hang& h : rep.hangs) hangs.push_back(HangJson(h));
-  return {{"schema", 3},
+  return {{"schema", 4},
           {"tool", std::string("perftracker ") + format::kLibraryVersion},
           {"ranks", RanksJson(*rep.dataset)},
           {"inputs", InputsJson(*rep.dataset)},

@@ -64,6 +64,19 @@ struct Rank {
     cudaEventElapsedTime(&ms, start, stop);
     return ms;
   }
+  // Times one GEMM modelled at `ns` (before any slowdown) and returns elapsed ms.
+  double TimedGemm(int64_t ns) {
+    simgpu_test::Gate gate(stream);
+    cudaEventRecord(start, stream);
+    cudaLaunchKernel(simgpu_test::GemmKernel(), simgpu_test::GridForNs(ns),
+                     dim3(simgpu_test::kThreads), nullptr, 0, stream);
+    cudaEventRecord(stop, stream);
+    gate.Open();
+    cudaStreamSynchronize(stream);
+    float ms = -1;
+    cudaEventElapsedTime(&ms, start, stop);
+    return ms;
+  }
   void Barrier() {
     ncclAllReduce(buffer, buffer, 1, ncclFloat32, ncclSum, comm, stream);
     cudaStreamSynchronize(stream);
@@ -129,16 +142,7 @@ TEST_CASE("a compute slowdown slows one rank and its peers wait in the collectiv
         Rank r(ctx);
         simgpu_test::RegisterTestKernels();
         r.Barrier();
-        simgpu_test::Gate gate(r.stream);
-        cudaEventRecord(r.start, r.stream);
-        cudaLaunchKernel(simgpu_test::GemmKernel(), simgpu_test::GridForNs(20000000 + 2000),
-                         dim3(simgpu_test::kThreads), nullptr, 0, r.stream);
-        cudaEventRecord(r.stop, r.stream);
-        gate.Open();
-        cudaStreamSynchronize(r.stream);
-        float ms = 0;
-        cudaEventElapsedTime(&ms, r.start, r.stop);
-        ctx.result->values[0] = ms;
+        ctx.result->values[0] = r.TimedGemm(20000000 + 2000);
         ctx.result->values[1] = r.TimedAllReduce(4 * kMiB);
       },
       20000);
@@ -164,16 +168,7 @@ TEST_CASE("a compute slowdown confined to a span of NCCL ops begins and ends the
         r.Barrier();  // op 0
         for (int i = 0; i < 4; ++i) {
           r.TimedAllReduce(kMiB);
-          simgpu_test::Gate gate(r.stream);
-          cudaEventRecord(r.start, r.stream);
-          cudaLaunchKernel(simgpu_test::GemmKernel(), simgpu_test::GridForNs(10000000 + 2000),
-                           dim3(simgpu_test::kThreads), nullptr, 0, r.stream);
-          cudaEventRecord(r.stop, r.stream);
-          gate.Open();
-          cudaStreamSynchronize(r.stream);
-          float ms = 0;
-          cudaEventElapsedTime(&ms, r.start, r.stop);
-          ctx.result->values[i] = ms;
+          ctx.result->values[i] = r.TimedGemm(10000000 + 2000);
         }
       },
       20000);
