@@ -225,26 +225,31 @@ double BinomialTail(int n, int k, double p) {
 // The peers' rate of flagged windows on this metric is what the noise of this host does by
 // itself (a loaded scheduler stretches some call on some rank in some window); the chance that
 // the same noise flags this rank in as many of its windows is the evidence against it being a
-// fault. Peers flagged in a third of their windows or more are faults of their own, not noise
-// (a straggler that moved from this rank to another, two bad GPUs): up to a quarter of the
-// peers, the most flagged, are left out of the rate. Returns that chance (0 when no peer was ever
-// flagged), with the peers' rate.
-std::pair<double, double> ChanceOfFlags(const std::vector<Tally>& tallies, size_t i) {
+// fault. A peer that is itself a finding -- flagged in enough windows, and more often than the
+// others' rate allows by the same `max_chance` -- is a fault of its own, not noise (a straggler that moved from this
+// rank to another, two bad GPUs): up to a quarter of the peers, the most flagged first, are left
+// out of the rate so. Returns that chance (0 when no peer was ever flagged), with the rate.
+std::pair<double, double> ChanceOfFlags(const std::vector<Tally>& tallies, size_t i,
+                                        double max_chance) {
   std::vector<const Tally*> peers;
-  for (size_t j = 0; j < tallies.size(); ++j) {
-    if (j != i && tallies[j].present > 0) peers.push_back(&tallies[j]);
-  }
-  const auto rate_of = [](const Tally* t) {
-    return static_cast<double>(t->flagged) / static_cast<double>(t->present);
-  };
-  std::sort(peers.begin(), peers.end(),
-            [&](const Tally* a, const Tally* b) { return rate_of(a) > rate_of(b); });
-  size_t skip = 0;
-  while (skip < peers.size() / 4 && 3 * peers[skip]->flagged >= peers[skip]->present) ++skip;
   int flagged = 0, present = 0;
-  for (size_t j = skip; j < peers.size(); ++j) {
-    flagged += peers[j]->flagged;
-    present += peers[j]->present;
+  for (size_t j = 0; j < tallies.size(); ++j) {
+    if (j == i || tallies[j].present == 0) continue;
+    peers.push_back(&tallies[j]);
+    flagged += tallies[j].flagged;
+    present += tallies[j].present;
+  }
+  std::sort(peers.begin(), peers.end(), [](const Tally* a, const Tally* b) {
+    return a->flagged * b->present > b->flagged * a->present;
+  });
+  for (size_t skip = 0; skip < peers.size() / 4; ++skip) {
+    const Tally& p = *peers[skip];
+    const int others_flagged = flagged - p.flagged, others_present = present - p.present;
+    if (p.flagged < NeededWindows(p.present) || others_present <= 0) break;
+    const double others = static_cast<double>(others_flagged) / others_present;
+    if (BinomialTail(p.present, p.flagged, others) > max_chance) break;
+    flagged = others_flagged;
+    present = others_present;
   }
   const double rate = present > 0 ? static_cast<double>(flagged) / present : 0;
   return {BinomialTail(tallies[i].present, tallies[i].flagged, rate), rate};
@@ -275,7 +280,7 @@ std::vector<size_t> DetectMetric(const Frame& f, int gi, int32_t fn, Aggregate a
       (*excess_by_fn)[i][static_cast<size_t>(fn)] = t.excess_all / t.present;
     }
     if (t.flagged == 0 || t.flagged < NeededWindows(t.present)) continue;
-    const auto [chance, peer_rate] = ChanceOfFlags(tallies, i);
+    const auto [chance, peer_rate] = ChanceOfFlags(tallies, i, max_chance);
     if (chance > max_chance) continue;
     Finding finding = FromTally(t, f, g.members[i]);
     finding.group = gi;

@@ -125,6 +125,9 @@ int NeededWindows(int present);
 std::vector<Finding> DetectDifferential(const Frame& f);
 std::vector<Finding> DetectExpectedRange(const Frame& f);
 std::vector<Finding> DetectTemporal(const Frame& f);
+// One rank's change of a metric between its earliest and latest thirds of slots, as the
+// temporal test measures the median rank's (temporal.cpp).
+double RankChange(const Frame& f, size_t rank_index, int32_t function, Aggregate aggregate);
 std::vector<Finding> DetectArrival(const Frame& f);  // culprit.cpp
 // Python functions whose critical-path share (beta) is above 1% on the median rank of a group
 // (critical.cpp).

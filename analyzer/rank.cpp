@@ -201,9 +201,25 @@ void ApplyArrival(const std::vector<Finding>& findings, std::vector<Candidate>* 
   }
 }
 
-// Victims: communication-time findings in a group whose straggler is someone else. Waiting
-// that grew on every rank (a temporal finding on syncs or collectives, the straggler's own
-// included: its host waits for its slow device) is the straggler's delay passed on.
+// Whether a trend of the whole group is the stragglers' delay passed on: the group's waiting
+// grew (syncs, collectives: the stragglers' own host waits for their slow device too), or the
+// function grew on the others and not on the stragglers (a CPU job's backward, inside which
+// DDP waits for the rank that is late).
+bool PassedOn(const Frame& f, const Candidate& c, const std::set<int>& stragglers) {
+  const PeerGroup& g = (*f.groups)[static_cast<size_t>(c.group)];
+  if (c.source != Source::kTemporal || stragglers.size() >= g.members.size()) return false;
+  if (Waits(c.kind)) return true;
+  const double growth = c.evidence.value("value", 0.0) - c.evidence.value("peer_median", 0.0);
+  if (growth <= 0) return false;
+  for (const size_t m : g.members) {
+    if (stragglers.count(f.ds->ranks[m].rank()) == 0) continue;
+    if (RankChange(f, m, c.catalog_function, c.aggregate) * 1e-9 >= 0.5 * growth) return false;
+  }
+  return true;
+}
+
+// Victims: communication-time findings in a group whose straggler is someone else, and trends
+// of the whole group that are its delay passed on.
 void DemoteVictims(const Frame& f, const std::vector<Finding>& findings,
                    std::vector<Candidate>* cands) {
   const auto stragglers = Stragglers(f, findings);
@@ -212,11 +228,8 @@ void DemoteVictims(const Frame& f, const std::vector<Finding>& findings,
     if (it == stragglers.end() || c.source == Source::kArrival) continue;
     const bool on_straggler = std::any_of(c.rank_set.begin(), c.rank_set.end(),
                                           [&](int r) { return it->second.count(r) > 0; });
-    const bool temporal = c.source == Source::kTemporal;
-    const bool waits = Waits(c.kind) || temporal;
-    const size_t members = (*f.groups)[static_cast<size_t>(c.group)].members.size();
-    const bool passed_on = temporal && Waits(c.kind) && it->second.size() < members;
-    if ((!on_straggler && waits) || passed_on) {
+    const bool waits = Waits(c.kind) || c.source == Source::kTemporal;
+    if ((!on_straggler && waits) || PassedOn(f, c, it->second)) {
       c.score *= 0.1;
       c.evidence["likely_victim_of"] = std::vector<int>(it->second.begin(), it->second.end());
     }

@@ -70,6 +70,17 @@ void TestMetric(const Frame& f, int gi, int32_t fn, Aggregate agg, std::vector<F
 
 }  // namespace
 
+double RankChange(const Frame& f, size_t rank_index, int32_t fn, Aggregate agg) {
+  std::vector<double> v;
+  for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {
+    if (SlotAt(f, rank_index, k) != nullptr) v.push_back(MetricValue(f, rank_index, k, fn, agg));
+  }
+  const size_t n = v.size();
+  if (n < 3) return 0;
+  const size_t third = std::max<size_t>(1, n / 3);
+  return MedianRange(v, n - third, n) - MedianRange(v, 0, third);
+}
+
 std::vector<Finding> DetectTemporal(const Frame& f) {
   std::vector<Finding> out;
   const auto& fns = f.ds->catalog.functions();
