@@ -2,7 +2,9 @@
 // the same ranks' earlier windows. Per peer group, the median rank's value of a metric in the
 // latest third of the slots is compared with the earliest third; it must have grown by more than
 // 1% of the iteration and a quarter of its old value, and the iteration must have grown with it
-// (the extra time is on the critical path).
+// (the extra time is on the critical path). A third's level is its lowest slot: a change of
+// level raises every slot, while a periodic cost (a checkpoint every N steps) raises only some,
+// and how many of those fall in each third is chance.
 #include <algorithm>
 
 #include "analyzer/detect.h"
@@ -32,9 +34,8 @@ Series GroupSeries(const Frame& f, const PeerGroup& g, int32_t fn, Aggregate agg
   return s;
 }
 
-double MedianRange(const std::vector<double>& v, size_t from, size_t to) {
-  return MedianOf(
-      std::vector<double>(v.begin() + static_cast<long>(from), v.begin() + static_cast<long>(to)));
+double Level(const std::vector<double>& v, size_t from, size_t to) {
+  return *std::min_element(v.begin() + static_cast<long>(from), v.begin() + static_cast<long>(to));
 }
 
 void TestMetric(const Frame& f, int gi, int32_t fn, Aggregate agg, std::vector<Finding>* out) {
@@ -43,10 +44,10 @@ void TestMetric(const Frame& f, int gi, int32_t fn, Aggregate agg, std::vector<F
   const size_t n = s.value.size();
   if (n < 3) return;
   const size_t third = std::max<size_t>(1, n / 3);
-  const double base = MedianRange(s.value, 0, third);
-  const double recent = MedianRange(s.value, n - third, n);
-  const double base_t = MedianRange(s.iteration, 0, third);
-  const double recent_t = MedianRange(s.iteration, n - third, n);
+  const double base = Level(s.value, 0, third);
+  const double recent = Level(s.value, n - third, n);
+  const double base_t = Level(s.iteration, 0, third);
+  const double recent_t = Level(s.iteration, n - third, n);
   const double change = recent - base;
   if (change <= std::max(0.01 * recent_t, 0.25 * base)) return;
   if (recent_t - base_t < 0.5 * change) return;
@@ -78,7 +79,7 @@ double RankChange(const Frame& f, size_t rank_index, int32_t fn, Aggregate agg) 
   const size_t n = v.size();
   if (n < 3) return 0;
   const size_t third = std::max<size_t>(1, n / 3);
-  return MedianRange(v, n - third, n) - MedianRange(v, 0, third);
+  return Level(v, n - third, n) - Level(v, 0, third);
 }
 
 std::vector<Finding> DetectTemporal(const Frame& f) {

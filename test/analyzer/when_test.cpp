@@ -72,6 +72,31 @@ TEST_CASE("a straggler that moves between ranks is one verdict, rank by rank",
   }
 }
 
+TEST_CASE("a periodic cost on every rank is not a trend, however its windows fall into thirds",
+          "[analyzer][when]") {
+  // Every rank evaluates in windows 2, 6 and 7 of 9 (a fifth of the window each time): once in
+  // the earliest third, twice in the latest. The median of each third would read that as a cost
+  // that grew; the level of each third (its lowest window) does not move.
+  JobSpec spec;
+  spec.windows = 9;
+  spec.shape = SmallShape();
+  spec.edit = [](int, format::Window* w) {
+    if (w->window_seq != 2 && w->window_seq != 6 && w->window_seq != 7) return;
+    const uint64_t ns = w->iterations.total_ns / 5;
+    format::FunctionPattern f;
+    f.kind = format::FunctionKind::kPython;
+    f.name = "/home/user/train.py:80:evaluate";
+    f.count = 1;
+    f.total_ns = f.self_ns = f.min_ns = f.max_ns = ns;
+    w->functions.push_back(std::move(f));
+    w->iterations.total_ns += ns;
+    REQUIRE(format::FillFunctionIds(&w->functions));
+  };
+  const Json j = AnalyzeJob(spec);
+  INFO(j["candidates"].dump(2));
+  for (const Json& c : j["candidates"]) CHECK(c["evidence"]["source"] != "temporal");
+}
+
 // The collectives' expected range: bus bandwidth at least half the link's peak. The job's own
 // bandwidth, measured once against an unreachable peak, then sits just inside the range of a
 // peak 1.5x above it and outside the range of one 3x above it.
