@@ -1,0 +1,43 @@
+#include "tools/synthetic/noise.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace perftracker::synthetic {
+namespace {
+
+double NormalCdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
+
+// Quantile k / n of the standard normal for k = 0..n, the two ends taken at half a step in (an
+// infinite end would make the first and last interval's interpolation useless).
+std::vector<double> QuantileTable(int n) {
+  std::vector<double> table(static_cast<size_t>(n) + 1);
+  for (int k = 0; k <= n; ++k) {
+    const double p = std::clamp(static_cast<double>(k) / n, 0.5 / n, 1 - 0.5 / n);
+    double lo = -10, hi = 10;
+    for (int step = 0; step < 80; ++step) {
+      const double mid = (lo + hi) / 2;
+      (NormalCdf(mid) < p ? lo : hi) = mid;
+    }
+    table[static_cast<size_t>(k)] = (lo + hi) / 2;
+  }
+  return table;
+}
+
+uint64_t SplitMix(uint64_t* x) {
+  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+FastNormal::FastNormal(uint64_t seed) {
+  static const std::vector<double> table = QuantileTable(1 << kTableBits);
+  table_ = table.data();
+  for (uint64_t& word : s_) word = SplitMix(&seed);
+}
+
+}  // namespace perftracker::synthetic
