@@ -24,7 +24,7 @@ bool ParseOptions(std::span<const std::string> args, Options* o, std::string* er
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     const bool has_value = i + 1 < args.size();
-    if ((a == "--json" || a == "--html" || a == "--top" || a == "--threads" ||
+    if ((a == "--json" || a == "--html" || a == "--top" || a == "--jobs" || a == "--threads" ||
          a == "--min-score") &&
         !has_value) {
       *error = a + " needs a value";
@@ -36,7 +36,7 @@ bool ParseOptions(std::span<const std::string> args, Options* o, std::string* er
       o->html_path = args[++i];
     else if (a == "--top")
       o->top = std::strtoul(args[++i].c_str(), nullptr, 10);
-    else if (a == "--threads")
+    else if (a == "--jobs" || a == "--threads")  // --threads: the earlier spelling
       o->threads = std::atoi(args[++i].c_str());
     else if (a == "--min-score")
       o->min_score = std::atof(args[++i].c_str());

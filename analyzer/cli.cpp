@@ -13,7 +13,7 @@ struct Command {
 
 constexpr Command kCommands[] = {
     {"analyze", AnalyzeCommand,
-     "analyze DIR [--json PATH|-] [--html PATH] [--top N]\n"
+     "analyze DIR [--json PATH|-] [--html PATH] [--top N] [--jobs N]\n"
      "                             rank root-cause candidates across every rank under DIR"},
     {"diff", DiffCommand,
      "diff BASE_DIR CUR_DIR [--threshold PCT] [--json PATH|-]\n"

@@ -69,24 +69,34 @@ void CountDamage(const RankData& r, uint64_t undecodable, Diagnostics* diags) {
   if (r.windows == 0) diags->Add(Diagnostic::kNoWindows, 1, r.path);
 }
 
-std::optional<RankData> ReadRankFile(const std::string& path, Dataset* ds) {
+// What reading one file gives: its rank (none when unreadable), its own catalog and diagnostics.
+// Readers share nothing, so they never wait for each other; results merge in file order.
+struct FileResult {
+  std::optional<RankData> rank;
+  Catalog catalog;
+  Diagnostics diagnostics;
+};
+
+void ReadRankFile(const std::string& path, FileResult* out) {
   format::RingReader reader;
   std::string message;
-  if (!OpenOk(reader.OpenFile(path, &message), message, &ds->diagnostics)) return std::nullopt;
+  if (!OpenOk(reader.OpenFile(path, &message), message, &out->diagnostics)) return;
   RankData r;
   r.path = path;
   r.identity = reader.contents().identity;
   r.format_version = reader.contents().format_version;
   r.live = reader.contents().live;
   format::Window window;
-  std::vector<uint32_t> fn_index, coll_index;
+  FoldScratch scratch;
   uint64_t undecodable = 0;
+  // The reader verified every record it hands over; the slots need none of the details.
+  const format::DecodeOptions decode{.verified = true, .function_details = false};
   reader.ForEachRecord([&](uint64_t, std::span<const uint8_t> bytes) {
-    if (!format::DecodeWindow(bytes, &window)) {
+    if (!format::DecodeWindow(bytes, &window, decode)) {
       ++undecodable;
       return true;
     }
-    FoldWindow(window, &ds->catalog, &r, &fn_index, &coll_index);
+    FoldWindow(window, &out->catalog, &r, &scratch);
     r.health.dropped_events += window.health.dropped_events;
     r.health.dropped_functions += window.health.dropped_functions;
     r.health.dropped_windows = std::max(r.health.dropped_windows, window.health.dropped_windows);
@@ -94,21 +104,37 @@ std::optional<RankData> ReadRankFile(const std::string& path, Dataset* ds) {
     return true;
   });
   r.stats = reader.contents().stats;
-  CountDamage(r, undecodable, &ds->diagnostics);
-  return r;
+  CountDamage(r, undecodable, &out->diagnostics);
+  out->rank = std::move(r);
 }
 
-// Reads `files` on `threads` workers; the calling thread reports progress.
+// Merges one file's result into the dataset: its diagnostics, its catalog (renumbering its
+// rank's slots) and its rank.
+void MergeResult(FileResult* result, Dataset* ds, std::vector<RankData>* out) {
+  ds->diagnostics.Merge(result->diagnostics);
+  if (!result->rank) return;
+  std::vector<uint32_t> fn_map, coll_map;
+  ds->catalog.Merge(result->catalog, &fn_map, &coll_map);
+  result->rank->Remap(fn_map, coll_map);
+  out->push_back(std::move(*result->rank));
+}
+
+// Reads `files` on `threads` workers. Each file is folded against a catalog of its own; the
+// calling thread merges the results in file order as they become ready (so a file's catalog and
+// strings are freed early) and reports progress: the result is the same for any number of
+// threads.
 std::vector<RankData> ReadAll(const std::vector<std::string>& files, const IngestOptions& options,
                               Dataset* ds) {
-  std::vector<std::optional<RankData>> results(files.size());
-  std::atomic<size_t> next{0}, done{0};
+  std::vector<std::unique_ptr<FileResult>> results(files.size());  // guarded by mu
+  std::atomic<size_t> next{0};
   std::mutex mu;
   std::condition_variable cv;
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < files.size();) {
-      results[i] = ReadRankFile(files[i], ds);
-      done.fetch_add(1);
+      auto result = std::make_unique<FileResult>();
+      ReadRankFile(files[i], result.get());
+      std::lock_guard lock(mu);
+      results[i] = std::move(result);
       cv.notify_one();
     }
   };
@@ -120,21 +146,26 @@ std::vector<RankData> ReadAll(const std::vector<std::string>& files, const Inges
   std::vector<std::thread> workers;
   for (size_t i = 0; i < n; ++i) workers.emplace_back(work);
   const auto start = std::chrono::steady_clock::now();
+  auto next_print = start + std::chrono::seconds(1);
   bool printed = false;
-  for (std::unique_lock lock(mu); done.load() < files.size();) {
-    cv.wait_for(lock, std::chrono::milliseconds(250));
-    if (options.progress && std::chrono::steady_clock::now() - start > std::chrono::seconds(1)) {
-      *options.progress << "\rperftracker: read " << done.load() << "/" << files.size()
+  std::vector<RankData> out;
+  for (size_t merged = 0; merged < files.size();) {
+    std::unique_ptr<FileResult> ready;
+    {
+      std::unique_lock lock(mu);
+      cv.wait_for(lock, std::chrono::milliseconds(250), [&] { return results[merged] != nullptr; });
+      ready = std::move(results[merged]);
+    }
+    if (ready) MergeResult(ready.get(), ds, &out), ++merged;
+    if (options.progress && std::chrono::steady_clock::now() > next_print) {
+      next_print = std::chrono::steady_clock::now() + std::chrono::milliseconds(250);
+      *options.progress << "\rperftracker: read " << merged << "/" << files.size()
                         << " ring files" << std::flush;
       printed = true;
     }
   }
   for (std::thread& t : workers) t.join();
   if (printed) *options.progress << "\n";
-  std::vector<RankData> out;
-  for (auto& r : results) {
-    if (r) out.push_back(std::move(*r));
-  }
   return out;
 }
 
