@@ -1,5 +1,6 @@
-// perftracker analyze DIR [--json PATH|-] [--html PATH] [--top N]: ingest every ring file under
-// DIR, then align -> peers -> detect -> rank, then report.
+// perftracker analyze DIR [--json PATH|-] [--html PATH] [--top N] [--jobs N] [--last N]
+// [--since DURATION] [--iterations A:B]: ingest every ring file under DIR (the selected windows),
+// then align -> peers -> detect -> rank, then report.
 #include <cstdio>
 #include <fstream>
 
@@ -18,19 +19,46 @@ struct Options {
   size_t top = 10;
   int threads = 0;
   double min_score = Thresholds{}.min_score;
+  WindowSelection selection;
 };
+
+// --last, --since, --iterations; false and *error on a malformed value.
+bool ParseSelection(const std::string& flag, const std::string& value, WindowSelection* s,
+                    std::string* error) {
+  bool ok = false;
+  if (flag == "--last") {
+    ok = value.find_first_not_of("0123456789") == std::string::npos && !value.empty() &&
+         (s->last = std::strtoull(value.c_str(), nullptr, 10)) > 0;
+  } else if (flag == "--since") {
+    ok = ParseDuration(value, &s->since_ns);
+  } else {
+    ok = ParseIterations(value, s);
+  }
+  if (!ok) {
+    *error = "bad " + flag + " value '" + value + "' (" +
+             (flag == "--last"    ? std::string("a number of windows, at least 1")
+              : flag == "--since" ? std::string("a duration: 90s, 15m, 2h, 1d")
+                                  : std::string("A:B, A: or :B with A < B")) +
+             ")";
+  }
+  return ok;
+}
 
 bool ParseOptions(std::span<const std::string> args, Options* o, std::string* error) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     const bool has_value = i + 1 < args.size();
+    const bool selects = a == "--last" || a == "--since" || a == "--iterations";
     if ((a == "--json" || a == "--html" || a == "--top" || a == "--jobs" || a == "--threads" ||
-         a == "--min-score") &&
+         a == "--min-score" || selects) &&
         !has_value) {
       *error = a + " needs a value";
       return false;
     }
-    if (a == "--json")
+    if (selects) {
+      if (!ParseSelection(a, args[i + 1], &o->selection, error)) return false;
+      ++i;
+    } else if (a == "--json")
       o->json_path = args[++i];
     else if (a == "--html")
       o->html_path = args[++i];
@@ -178,10 +206,11 @@ int AnalyzeCommand(std::span<const std::string> args, std::ostream& out, std::os
   std::string error;
   if (!ParseOptions(args, &o, &error)) {
     err << "perftracker analyze: " << error
-        << " (usage: perftracker analyze DIR [--json PATH|-] [--html PATH] [--top N])\n";
+        << " (usage: perftracker analyze DIR [--json PATH|-] [--html PATH] [--top N] [--jobs N]"
+           " [--last N] [--since DURATION] [--iterations A:B])\n";
     return kExitUsage;
   }
-  auto ds = Ingest(o.dir, {o.threads, &err}, &error);
+  auto ds = Ingest(o.dir, {o.threads, &err}, &error, o.selection);
   if (!ds) {
     err << "perftracker: " << error << "\n";
     return kExitUsage;

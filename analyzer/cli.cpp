@@ -14,6 +14,7 @@ struct Command {
 constexpr Command kCommands[] = {
     {"analyze", AnalyzeCommand,
      "analyze DIR [--json PATH|-] [--html PATH] [--top N] [--jobs N]\n"
+     "                     [--last N] [--since DURATION] [--iterations A:B]\n"
      "                             rank root-cause candidates across every rank under DIR"},
     {"diff", DiffCommand,
      "diff BASE_DIR CUR_DIR [--threshold PCT] [--json PATH|-]\n"

@@ -58,7 +58,9 @@ bool OpenOk(format::ReadStatus status, const std::string& message, Diagnostics* 
   return false;
 }
 
-void CountDamage(const RankData& r, uint64_t undecodable, Diagnostics* diags) {
+// `deselected`: windows left out by the selection (a file whose windows all were is not empty).
+void CountDamage(const RankData& r, uint64_t undecodable, uint64_t deselected,
+                 Diagnostics* diags) {
   const format::RingStats& s = r.stats;
   if (s.truncated) diags->Add(Diagnostic::kTruncatedTail, 1, r.path);
   diags->Add(Diagnostic::kCrcMismatch, s.records_corrupt, r.path);
@@ -66,7 +68,7 @@ void CountDamage(const RankData& r, uint64_t undecodable, Diagnostics* diags) {
   diags->Add(Diagnostic::kSeqGap, s.seq_gaps, r.path);
   diags->Add(Diagnostic::kDuplicateRecord, s.duplicates, r.path);
   if (!r.live) diags->Add(Diagnostic::kLiveMissing, 1, r.path);
-  if (r.windows == 0) diags->Add(Diagnostic::kNoWindows, 1, r.path);
+  if (r.windows == 0 && deselected == 0) diags->Add(Diagnostic::kNoWindows, 1, r.path);
 }
 
 // What reading one file gives: its rank (none when unreadable), its own catalog and diagnostics.
@@ -77,7 +79,26 @@ struct FileResult {
   Diagnostics diagnostics;
 };
 
-void ReadRankFile(const std::string& path, FileResult* out) {
+// The earliest end a window of this file may have under --since (0: no bound): the newest
+// record that passes its checks, less the duration.
+uint64_t SinceFrom(format::RingReader& reader, const WindowSelection& selection) {
+  if (selection.since_ns == 0) return 0;
+  format::Window newest;
+  for (size_t i = reader.frame_count(); i-- > 0;) {
+    bool decoded = false;
+    reader.PeekRecord(i, [&](uint64_t, std::span<const uint8_t> bytes) {
+      decoded = format::DecodeWindow(bytes, &newest, {.verified = true, .function_details = false});
+      return false;
+    });
+    if (decoded) {
+      const uint64_t end = WindowEndRealNs(newest);
+      return end > selection.since_ns ? end - selection.since_ns : 0;
+    }
+  }
+  return 0;
+}
+
+void ReadRankFile(const std::string& path, const WindowSelection& selection, FileResult* out) {
   format::RingReader reader;
   std::string message;
   if (!OpenOk(reader.OpenFile(path, &message), message, &out->diagnostics)) return;
@@ -88,12 +109,19 @@ void ReadRankFile(const std::string& path, FileResult* out) {
   r.live = reader.contents().live;
   format::Window window;
   FoldScratch scratch;
-  uint64_t undecodable = 0;
+  uint64_t undecodable = 0, deselected = 0;
   // The reader verified every record it hands over; the slots need none of the details.
   const format::DecodeOptions decode{.verified = true, .function_details = false};
+  const uint64_t since_from = SinceFrom(reader, selection);
+  const size_t frames = reader.frame_count();
+  const size_t first = selection.last > 0 && frames > selection.last ? frames - selection.last : 0;
   reader.ForEachRecord([&](uint64_t, std::span<const uint8_t> bytes) {
     if (!format::DecodeWindow(bytes, &window, decode)) {
       ++undecodable;
+      return true;
+    }
+    if (!Selected(selection, window, since_from)) {
+      ++deselected;
       return true;
     }
     FoldWindow(window, &out->catalog, &r, &scratch);
@@ -102,9 +130,9 @@ void ReadRankFile(const std::string& path, FileResult* out) {
     r.health.dropped_windows = std::max(r.health.dropped_windows, window.health.dropped_windows);
     r.python_unrecorded_windows += window.python_unrecorded;
     return true;
-  });
+  }, first);
   r.stats = reader.contents().stats;
-  CountDamage(r, undecodable, &out->diagnostics);
+  CountDamage(r, undecodable, deselected + first, &out->diagnostics);
   out->rank = std::move(r);
 }
 
@@ -124,7 +152,7 @@ void MergeResult(FileResult* result, Dataset* ds, std::vector<RankData>* out) {
 // strings are freed early) and reports progress: the result is the same for any number of
 // threads.
 std::vector<RankData> ReadAll(const std::vector<std::string>& files, const IngestOptions& options,
-                              Dataset* ds) {
+                              const WindowSelection& selection, Dataset* ds) {
   std::vector<std::unique_ptr<FileResult>> results(files.size());  // guarded by mu
   std::atomic<size_t> next{0};
   std::mutex mu;
@@ -132,7 +160,7 @@ std::vector<RankData> ReadAll(const std::vector<std::string>& files, const Inges
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < files.size();) {
       auto result = std::make_unique<FileResult>();
-      ReadRankFile(files[i], result.get());
+      ReadRankFile(files[i], selection, result.get());
       std::lock_guard lock(mu);
       results[i] = std::move(result);
       cv.notify_one();
@@ -238,7 +266,7 @@ void CountRanks(Dataset* ds) {
 }  // namespace
 
 std::unique_ptr<Dataset> Ingest(const std::string& root, const IngestOptions& options,
-                                std::string* error) {
+                                std::string* error, const WindowSelection& selection) {
   const std::vector<std::string> files = Discover(root, error);
   if (files.empty()) {
     if (error->empty()) *error = root + ": no ring files (*.ptr) found";
@@ -246,7 +274,7 @@ std::unique_ptr<Dataset> Ingest(const std::string& root, const IngestOptions& op
   }
   auto ds = std::make_unique<Dataset>();
   ds->files = files.size();
-  std::vector<RankData> all = ReadAll(files, options, ds.get());
+  std::vector<RankData> all = ReadAll(files, options, selection, ds.get());
   if (all.empty()) {
     *error = root + ": none of " + std::to_string(files.size()) + " ring files is readable";
     if (!ds->diagnostics.messages().empty()) *error += " (" + ds->diagnostics.messages()[0] + ")";

@@ -149,12 +149,23 @@ ReadStatus RingReader::Open(std::span<const uint8_t> file, std::string* error) {
   return ReadStatus::kOk;
 }
 
-void RingReader::ForEachRecord(const RecordVisitor& visit) {
+bool RingReader::PeekRecord(size_t i, const RecordVisitor& visit) {
+  if (i >= frames_.size()) return false;
+  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+  std::vector<uint8_t> raw;
+  const FrameRef& r = frames_[i];
+  if (!DecodePayload(file_, r.offset, r.frame, dctx.get(), &raw)) return false;
+  if (visit) visit(r.seq, raw);
+  return true;
+}
+
+void RingReader::ForEachRecord(const RecordVisitor& visit, size_t first) {
   std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
   std::vector<uint8_t> raw;
   std::optional<uint64_t> last_seq;
   RingStats& stats = contents_.stats;
-  for (const FrameRef& r : frames_) {
+  for (size_t i = std::min(first, frames_.size()); i < frames_.size(); ++i) {
+    const FrameRef& r = frames_[i];
     if (last_seq && r.seq == *last_seq) {
       ++stats.duplicates;
       continue;
