@@ -98,8 +98,8 @@ uint64_t SinceFrom(format::RingReader& reader, const WindowSelection& selection)
   return 0;
 }
 
-void ReadRankFile(const std::string& path, const WindowSelection& selection, FileResult* out) {
-  format::RingReader reader;
+void ReadRankFile(const std::string& path, const WindowSelection& selection,
+                  format::RingReader& reader, FileResult* out) {
   std::string message;
   if (!OpenOk(reader.OpenFile(path, &message), message, &out->diagnostics)) return;
   RankData r;
@@ -158,9 +158,10 @@ std::vector<RankData> ReadAll(const std::vector<std::string>& files, const Inges
   std::mutex mu;
   std::condition_variable cv;
   auto work = [&] {
+    format::RingReader reader;  // one per thread: its file buffer is reused
     for (size_t i; (i = next.fetch_add(1)) < files.size();) {
       auto result = std::make_unique<FileResult>();
-      ReadRankFile(files[i], selection, result.get());
+      ReadRankFile(files[i], selection, reader, result.get());
       std::lock_guard lock(mu);
       results[i] = std::move(result);
       cv.notify_one();

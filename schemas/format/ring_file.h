@@ -133,7 +133,8 @@ class RingReader {
  public:
   // `file` must outlive the reader.
   ReadStatus Open(std::span<const uint8_t> file, std::string* error);
-  // Reads the whole file into memory first; errors name the path.
+  // Reads the whole file into memory first; errors name the path. A reader may open file after
+  // file: its buffer is reused.
   ReadStatus OpenFile(const std::string& path, std::string* error);
   const RingContents& contents() const { return contents_; }
   // Frames Open found, in sequence order: the records ForEachRecord can hand over (some may
