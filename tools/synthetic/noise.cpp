@@ -1,6 +1,5 @@
 #include "tools/synthetic/noise.h"
 
-#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -9,18 +8,18 @@ namespace {
 
 double NormalCdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
 
-// Quantile k / n of the standard normal for k = 0..n, the two ends taken at half a step in (an
-// infinite end would make the first and last interval's interpolation useless).
-std::vector<double> QuantileTable(int n) {
-  std::vector<double> table(static_cast<size_t>(n) + 1);
-  for (int k = 0; k <= n; ++k) {
-    const double p = std::clamp(static_cast<double>(k) / n, 0.5 / n, 1 - 0.5 / n);
+// The midpoint quantiles of n equally likely strata of the standard normal: (k + 0.5) / n for
+// k = 0..n-1, by bisection on the CDF (once per process).
+std::vector<float> QuantileTable(int n) {
+  std::vector<float> table(static_cast<size_t>(n));
+  for (int k = 0; k < n; ++k) {
+    const double p = (k + 0.5) / n;
     double lo = -10, hi = 10;
-    for (int step = 0; step < 80; ++step) {
+    for (int step = 0; step < 56; ++step) {
       const double mid = (lo + hi) / 2;
       (NormalCdf(mid) < p ? lo : hi) = mid;
     }
-    table[static_cast<size_t>(k)] = (lo + hi) / 2;
+    table[static_cast<size_t>(k)] = static_cast<float>((lo + hi) / 2);
   }
   return table;
 }
@@ -35,7 +34,7 @@ uint64_t SplitMix(uint64_t* x) {
 }  // namespace
 
 FastNormal::FastNormal(uint64_t seed) {
-  static const std::vector<double> table = QuantileTable(1 << kTableBits);
+  static const std::vector<float> table = QuantileTable(1 << kStrataBits);
   table_ = table.data();
   for (uint64_t& word : s_) word = SplitMix(&seed);
 }

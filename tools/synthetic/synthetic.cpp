@@ -182,30 +182,33 @@ std::array<double, 3> ClassSums(const std::vector<Spec>& specs) {
 }
 
 // Counts values into histogram buckets without Histogram::Add's bookkeeping per value (a
-// synthetic rank adds tens of millions); Take() leaves the same histogram Add would have built.
+// synthetic rank adds tens of millions): Take(min, max) leaves the histogram Add would have built.
+// Two count arrays, alternating, so that runs of values in one bucket do not wait on each other's
+// increment (a store-to-load chain through one address).
 class BucketCounter {
  public:
   void Add(uint64_t value) {
-    const int b = format::HistogramBucket(value);
-    lo_ = std::min(lo_, b);
-    hi_ = std::max(hi_, b);
-    ++counts_[static_cast<size_t>(b)];
+    ++counts_[parity_][static_cast<size_t>(format::HistogramBucket(value))];
+    parity_ ^= 1;
   }
-  format::Histogram Take() {
+  // `min` and `max`: the least and greatest value added (none when min > max).
+  format::Histogram Take(uint64_t min, uint64_t max) {
     format::Histogram h;
-    if (lo_ > hi_) return h;
-    h.first = lo_;
-    h.counts.assign(counts_.begin() + lo_, counts_.begin() + hi_ + 1);
-    std::fill(counts_.begin() + lo_, counts_.begin() + hi_ + 1, 0u);
-    lo_ = format::kHistogramBuckets;
-    hi_ = -1;
+    if (min > max) return h;
+    const int lo = format::HistogramBucket(min), hi = format::HistogramBucket(max);
+    h.first = lo;
+    h.counts.resize(static_cast<size_t>(hi - lo + 1));
+    for (int b = lo; b <= hi; ++b) {
+      const auto i = static_cast<size_t>(b);
+      h.counts[static_cast<size_t>(b - lo)] = counts_[0][i] + counts_[1][i];
+      counts_[0][i] = counts_[1][i] = 0;
+    }
     return h;
   }
 
  private:
-  std::array<uint32_t, format::kHistogramBuckets> counts_{};
-  int lo_ = format::kHistogramBuckets;
-  int hi_ = -1;
+  std::array<std::array<uint32_t, format::kHistogramBuckets>, 2> counts_{};
+  size_t parity_ = 0;
 };
 
 format::FunctionPattern MakePattern(const JobShape& shape, const Spec& spec, double mean,
@@ -218,6 +221,7 @@ format::FunctionPattern MakePattern(const JobShape& shape, const Spec& spec, dou
   // Locals, not p's fields, in the loop: it runs for every call and stays in registers.
   const double spread = mean * shape.jitter;
   uint64_t min_ns = UINT64_MAX, max_ns = 0, total_ns = 0;
+  uint64_t min_iter = UINT64_MAX, max_iter = 0;
   for (int it = 0; it < shape.iterations; ++it) {
     uint64_t iter_total = 0;
     for (int c = 0; c < spec.calls_per_iter; ++c) {
@@ -230,13 +234,15 @@ format::FunctionPattern MakePattern(const JobShape& shape, const Spec& spec, dou
     }
     total_ns += iter_total;
     per_iteration.Add(iter_total);
+    min_iter = std::min(min_iter, iter_total);
+    max_iter = std::max(max_iter, iter_total);
   }
   p.count = static_cast<uint64_t>(shape.iterations) * static_cast<uint64_t>(spec.calls_per_iter);
   p.min_ns = p.count == 0 ? 0 : min_ns;
   p.max_ns = max_ns;
   p.total_ns = total_ns;
-  p.duration = duration.Take();
-  p.per_iteration = per_iteration.Take();
+  p.duration = duration.Take(min_ns, max_ns);
+  p.per_iteration = per_iteration.Take(min_iter, max_iter);
   p.self_ns = spec.kind == FunctionKind::kPython ? p.total_ns / 2 : p.total_ns;
   if (spec.kind == FunctionKind::kKernel || spec.kind == FunctionKind::kMemcpy) {
     p.device_samples = std::max<uint64_t>(1, p.count / 8);
