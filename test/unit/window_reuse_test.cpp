@@ -1,9 +1,12 @@
 // DecodeWindow decodes over the Window it is given (reusing names, ids and buffers when a ring
-// repeats its function table) and can skip what a reader does not need; the generator's JobPlan
-// shares what ranks share. Each must give exactly what the plain path gives.
+// repeats its function table) and can skip what a reader does not need; RingReader reuses an
+// unchanged static tail; the generator's JobPlan shares what ranks share. Each must give exactly
+// what the plain path gives.
 #include <catch2/catch.hpp>
 
+#include "schemas/format/ring_file.h"
 #include "schemas/format/window.h"
+#include "test/unit/ring_test_util.h"
 #include "tools/synthetic/synthetic.h"
 
 using namespace perftracker;
@@ -88,4 +91,29 @@ TEST_CASE("JobPlan's windows equal MakeWindow's, planned or not", "[synthetic]")
       CHECK(plan.MakeWindow(rank, w) == synthetic::MakeWindow(shape, rank, 10, w));
     }
   }
+}
+
+TEST_CASE("records read through the reader's tail cache equal what was written", "[ring]") {
+  // Function tables A, A, B, A, C, C: the reader copies an unchanged tail, and must notice each
+  // change (and change back) of the compressed tail.
+  const std::vector<synthetic::JobShape> shapes = {Shape(1, 300), Shape(1, 300), Shape(2, 300),
+                                                   Shape(1, 300), Shape(3, 80),  Shape(3, 80)};
+  testing::TempDir dir;
+  const std::string path = dir.File("rank-0.ptr");
+  std::vector<Window> written;
+  {
+    std::string error;
+    auto writer =
+        format::RingWriter::Create(path, testing::TestIdentity(), format::RingOptions{}, &error);
+    REQUIRE(writer);
+    format::WindowEncoder encoder;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      written.push_back(synthetic::MakeWindow(shapes[i], 0, 4, i));
+      REQUIRE(writer->Append(encoder.Encode(written.back()), encoder.static_tail_size()));
+    }
+  }
+  const testing::ReadBack back = testing::ReadAllFile(path);
+  REQUIRE(back.status == format::ReadStatus::kOk);
+  REQUIRE(back.records.size() == written.size());
+  for (size_t i = 0; i < written.size(); ++i) CHECK(back.records[i].second == written[i]);
 }
