@@ -204,8 +204,7 @@ void HarmonizeModes(Dataset* dataset) {
 
 }  // namespace
 
-void FoldWindow(const format::Window& w, Catalog* catalog, RankData* rank,
-                FoldScratch* scratch) {
+void FoldWindow(const format::Window& w, Catalog* catalog, RankData* rank, FoldScratch* scratch) {
   InternTables(w, catalog, scratch);
   const std::vector<uint32_t>* fn_index = &scratch->fn_index;
   const std::vector<uint32_t>* coll_index = &scratch->coll_index;

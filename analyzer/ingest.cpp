@@ -59,8 +59,7 @@ bool OpenOk(format::ReadStatus status, const std::string& message, Diagnostics* 
 }
 
 // `deselected`: windows left out by the selection (a file whose windows all were is not empty).
-void CountDamage(const RankData& r, uint64_t undecodable, uint64_t deselected,
-                 Diagnostics* diags) {
+void CountDamage(const RankData& r, uint64_t undecodable, uint64_t deselected, Diagnostics* diags) {
   const format::RingStats& s = r.stats;
   if (s.truncated) diags->Add(Diagnostic::kTruncatedTail, 1, r.path);
   diags->Add(Diagnostic::kCrcMismatch, s.records_corrupt, r.path);
@@ -115,22 +114,25 @@ void ReadRankFile(const std::string& path, const WindowSelection& selection,
   const uint64_t since_from = SinceFrom(reader, selection);
   const size_t frames = reader.frame_count();
   const size_t first = selection.last > 0 && frames > selection.last ? frames - selection.last : 0;
-  reader.ForEachRecord([&](uint64_t, std::span<const uint8_t> bytes) {
-    if (!format::DecodeWindow(bytes, &window, decode)) {
-      ++undecodable;
-      return true;
-    }
-    if (!Selected(selection, window, since_from)) {
-      ++deselected;
-      return true;
-    }
-    FoldWindow(window, &out->catalog, &r, &scratch);
-    r.health.dropped_events += window.health.dropped_events;
-    r.health.dropped_functions += window.health.dropped_functions;
-    r.health.dropped_windows = std::max(r.health.dropped_windows, window.health.dropped_windows);
-    r.python_unrecorded_windows += window.python_unrecorded;
-    return true;
-  }, first);
+  reader.ForEachRecord(
+      [&](uint64_t, std::span<const uint8_t> bytes) {
+        if (!format::DecodeWindow(bytes, &window, decode)) {
+          ++undecodable;
+          return true;
+        }
+        if (!Selected(selection, window, since_from)) {
+          ++deselected;
+          return true;
+        }
+        FoldWindow(window, &out->catalog, &r, &scratch);
+        r.health.dropped_events += window.health.dropped_events;
+        r.health.dropped_functions += window.health.dropped_functions;
+        r.health.dropped_windows =
+            std::max(r.health.dropped_windows, window.health.dropped_windows);
+        r.python_unrecorded_windows += window.python_unrecorded;
+        return true;
+      },
+      first);
   r.stats = reader.contents().stats;
   CountDamage(r, undecodable, deselected + first, &out->diagnostics);
   out->rank = std::move(r);
@@ -188,8 +190,8 @@ std::vector<RankData> ReadAll(const std::vector<std::string>& files, const Inges
     if (ready) MergeResult(ready.get(), ds, &out), ++merged;
     if (options.progress && std::chrono::steady_clock::now() > next_print) {
       next_print = std::chrono::steady_clock::now() + std::chrono::milliseconds(250);
-      *options.progress << "\rperftracker: read " << merged << "/" << files.size()
-                        << " ring files" << std::flush;
+      *options.progress << "\rperftracker: read " << merged << "/" << files.size() << " ring files"
+                        << std::flush;
       printed = true;
     }
   }

@@ -82,7 +82,8 @@ void Catalog::Merge(const Catalog& other, std::vector<uint32_t>* fn_map,
   }
   coll_map->clear();
   for (const CollectiveInfo& c : other.collectives_) {
-    const auto key = std::make_tuple(c.comm_id, static_cast<uint8_t>(c.op), c.peer, c.bytes, c.name);
+    const auto key =
+        std::make_tuple(c.comm_id, static_cast<uint8_t>(c.op), c.peer, c.bytes, c.name);
     const auto [it, added] =
         coll_index_.try_emplace(key, static_cast<uint32_t>(collectives_.size()));
     if (added) collectives_.push_back(c);

@@ -14,8 +14,8 @@
 namespace perftracker::analyzer {
 
 struct WindowSelection {
-  uint64_t last = 0;      // > 0: each rank's newest `last` records
-  uint64_t since_ns = 0;  // > 0: windows that end at most this long before the rank's newest
+  uint64_t last = 0;        // > 0: each rank's newest `last` records
+  uint64_t since_ns = 0;    // > 0: windows that end at most this long before the rank's newest
   uint64_t iter_begin = 0;  // windows whose first iteration is in [iter_begin, iter_end)
   uint64_t iter_end = std::numeric_limits<uint64_t>::max();
 };

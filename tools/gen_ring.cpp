@@ -107,8 +107,9 @@ bool ParseArgs(int argc, char** argv, Args* a) {
       return false;
   }
   a->shape.ranks_per_node = a->ranks_per_host;
-  return a->ranks > 0 && a->ranks_per_host > 0 && a->jobs >= 0 && a->windows >= 0 && a->ring_mb >= 1 &&
-         a->shape.iterations > 0 && a->shape.functions >= 0 && a->shape.collectives >= 0;
+  return a->ranks > 0 && a->ranks_per_host > 0 && a->jobs >= 0 && a->windows >= 0 &&
+         a->ring_mb >= 1 && a->shape.iterations > 0 && a->shape.functions >= 0 &&
+         a->shape.collectives >= 0;
 }
 
 bool WriteRank(const Args& a, const perftracker::synthetic::JobPlan& plan, int rank) {

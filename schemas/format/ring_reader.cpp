@@ -137,8 +137,8 @@ bool Decompress(std::span<const uint8_t> payload, ZSTD_DCtx* dctx, TailCache* ca
     n = ZSTD_decompressDCtx(dctx, raw->data(), raw->size(), head.data(), head.size());
     if (ZSTD_isError(n)) return false;
   }
-  if (head.empty() || !std::equal(tail.begin(), tail.end(), cache->compressed.begin(),
-                                  cache->compressed.end())) {
+  if (head.empty() ||
+      !std::equal(tail.begin(), tail.end(), cache->compressed.begin(), cache->compressed.end())) {
     const size_t m =
         ZSTD_decompressDCtx(dctx, raw->data() + n, raw->size() - n, tail.data(), tail.size());
     if (ZSTD_isError(m)) return false;

@@ -107,8 +107,8 @@ bool DecodeFunctionTable(const fb::FunctionColumns* c, std::vector<FunctionPatte
     const auto kind = static_cast<FunctionKind>(At(c->kind(), i));
     const auto parent = static_cast<int32_t>(parent_plus_one[i]) - 1;
     const bool parent_changed = parent >= 0 && changed[static_cast<size_t>(parent)];
-    changed[i] = i >= kept || p.kind != kind || p.parent != parent || p.name != new_name ||
-                 parent_changed;
+    changed[i] =
+        i >= kept || p.kind != kind || p.parent != parent || p.name != new_name || parent_changed;
     if (!changed[i]) continue;
     p.name.assign(new_name);
     p.kind = kind;
@@ -130,14 +130,13 @@ bool DecodeFunctions(const fb::FunctionColumns* c, const DecodeOptions& options,
     out->clear();  // rows may be half updated: the next window must not trust them
     return false;
   }
-  const bool sums = Unpack(c->count(), out, &P::count) &&
-                    Unpack(c->total_ns(), out, &P::total_ns) &&
-                    Unpack(c->self_ns(), out, &P::self_ns) &&
-                    Unpack(c->wait_ns(), out, &P::wait_ns) && Unpack(c->bytes(), out, &P::bytes) &&
-                    Unpack(c->device_samples(), out, &P::device_samples) &&
-                    Unpack(c->device_ns(), out, &P::device_ns) &&
-                    UnpackHistograms(c->duration(), out, &P::duration) &&
-                    Unpack(c->critical_ns(), out, &P::critical_ns);
+  const bool sums =
+      Unpack(c->count(), out, &P::count) && Unpack(c->total_ns(), out, &P::total_ns) &&
+      Unpack(c->self_ns(), out, &P::self_ns) && Unpack(c->wait_ns(), out, &P::wait_ns) &&
+      Unpack(c->bytes(), out, &P::bytes) && Unpack(c->device_samples(), out, &P::device_samples) &&
+      Unpack(c->device_ns(), out, &P::device_ns) &&
+      UnpackHistograms(c->duration(), out, &P::duration) &&
+      Unpack(c->critical_ns(), out, &P::critical_ns);
   if (!sums) return false;
   const ByteVector* none = nullptr;
   const bool all = options.function_details;

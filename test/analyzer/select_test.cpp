@@ -28,7 +28,8 @@ uint64_t IterationsCounted(const nlohmann::ordered_json& j) {
 
 }  // namespace
 
-TEST_CASE("analyze selects the windows --last, --since and --iterations name", "[analyzer][select]") {
+TEST_CASE("analyze selects the windows --last, --since and --iterations name",
+          "[analyzer][select]") {
   const std::string dir = MakeTempDir();
   const JobSpec spec = SelectJob();
   WriteJob(dir, spec);
@@ -69,17 +70,17 @@ TEST_CASE("a selection that leaves nothing is no damage; bad values are usage er
   const CliResult none = Cli({"analyze", dir, "--json", "-", "--iterations", "100000:"});
   REQUIRE(none.code == 0);
   CHECK(none.json["inputs"]["diagnostics"]["no_windows"] == 0);
-  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
-           {"--last", "0"},
-           {"--last", "-3"},
-           {"--last", "x"},
-           {"--since", "10x"},
-           {"--since", "0"},
-           {"--since", "-5m"},
-           {"--iterations", "5:3"},
-           {"--iterations", "5"},
-           {"--iterations", ":"},
-           {"--iterations", "a:b"}}) {
+  for (const auto& [flag, value] :
+       std::vector<std::pair<std::string, std::string>>{{"--last", "0"},
+                                                        {"--last", "-3"},
+                                                        {"--last", "x"},
+                                                        {"--since", "10x"},
+                                                        {"--since", "0"},
+                                                        {"--since", "-5m"},
+                                                        {"--iterations", "5:3"},
+                                                        {"--iterations", "5"},
+                                                        {"--iterations", ":"},
+                                                        {"--iterations", "a:b"}}) {
     const CliResult r = Cli({"analyze", dir, flag, value});
     INFO(flag << " " << value);
     CHECK(r.code == 2);

@@ -71,7 +71,8 @@ double AddDataParallel(Context& c, std::vector<format::CollectivePattern>* out) 
   double device_sum = 0, transfer_sum = 0;
   for (int it = 0; it < c.shape.iterations; ++it) {
     const auto& local = c.local[static_cast<size_t>(it)];
-    const double slowest = c.physics.stage_slowest[static_cast<size_t>(it)][static_cast<size_t>(stage)];
+    const double slowest =
+        c.physics.stage_slowest[static_cast<size_t>(it)][static_cast<size_t>(stage)];
     double previous_done = 0;
     for (int i = 0; i < c.shape.collectives; ++i) {
       format::CollectivePattern& p = (*out)[base + static_cast<size_t>(i)];

@@ -225,8 +225,8 @@ format::FunctionPattern MakePattern(const JobShape& shape, const Spec& spec, dou
   for (int it = 0; it < shape.iterations; ++it) {
     uint64_t iter_total = 0;
     for (int c = 0; c < spec.calls_per_iter; ++c) {
-      const auto d = static_cast<uint64_t>(
-          static_cast<int64_t>(std::max(1.0, mean + spread * noise.Next())));
+      const auto d =
+          static_cast<uint64_t>(static_cast<int64_t>(std::max(1.0, mean + spread * noise.Next())));
       duration.Add(d);
       min_ns = std::min(min_ns, d);
       max_ns = std::max(max_ns, d);
@@ -264,8 +264,7 @@ struct JobPlan::Shared {
   std::vector<WindowPhysics> windows;  // by window_seq, for the windows planned
 };
 
-format::Window JobPlan::MakeRankWindow(const Shared& plan, const WindowPhysics& physics,
-                                       int rank) {
+format::Window JobPlan::MakeRankWindow(const Shared& plan, const WindowPhysics& physics, int rank) {
   const JobShape& shape = plan.shape;
   const uint64_t window_seq = physics.window_seq;
   std::mt19937_64 rng(shape.seed * 1000003 + static_cast<uint64_t>(rank) * 7919 + window_seq +
@@ -305,7 +304,6 @@ format::Window JobPlan::MakeRankWindow(const Shared& plan, const WindowPhysics& 
   w.health.hook_ns = 25'000'000;
   return w;
 }
-
 
 JobPlan::JobPlan(const JobShape& job, int world_size, uint64_t windows) {
   auto plan = std::make_shared<Shared>();
