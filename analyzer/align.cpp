@@ -122,6 +122,30 @@ void AddCollectives(const format::Window& w, const std::vector<uint32_t>& index,
   }
 }
 
+void InternTables(const format::Window& w, Catalog* catalog, FoldScratch* scratch) {
+  const bool same_functions =
+      w.functions.size() == scratch->fn_ids.size() &&
+      std::equal(w.functions.begin(), w.functions.end(), scratch->fn_ids.begin(),
+                 [](const format::FunctionPattern& p, uint64_t id) { return p.id == id; });
+  if (!same_functions) {
+    catalog->InternFunctions(w.functions, &scratch->fn_index);
+    scratch->fn_ids.clear();
+    for (const format::FunctionPattern& p : w.functions) scratch->fn_ids.push_back(p.id);
+  }
+  const auto key = [](const format::CollectivePattern& c) {
+    return std::tie(c.comm_id, c.op, c.peer, c.bytes, c.name);
+  };
+  const bool same_collectives =
+      w.collectives.size() == scratch->colls.size() &&
+      std::equal(w.collectives.begin(), w.collectives.end(), scratch->colls.begin(),
+                 [&](const format::CollectivePattern& c, const auto& k) { return key(c) == k; });
+  if (!same_collectives) {
+    catalog->InternCollectives(w.collectives, &scratch->coll_index);
+    scratch->colls.clear();
+    for (const format::CollectivePattern& c : w.collectives) scratch->colls.emplace_back(key(c));
+  }
+}
+
 // Re-keys a rank's slots at a wider shift, merging slots that now share a key.
 void Rekey(RankData* rank, int shift) {
   std::vector<Slot> merged;
@@ -199,10 +223,10 @@ void HarmonizeModes(Dataset* dataset) {
 
 }  // namespace
 
-void FoldWindow(const format::Window& w, Catalog* catalog, RankData* rank,
-                std::vector<uint32_t>* fn_index, std::vector<uint32_t>* coll_index) {
-  catalog->InternFunctions(w.functions, fn_index);
-  catalog->InternCollectives(w.collectives, coll_index);
+void FoldWindow(const format::Window& w, Catalog* catalog, RankData* rank, FoldScratch* scratch) {
+  InternTables(w, catalog, scratch);
+  const std::vector<uint32_t>* fn_index = &scratch->fn_index;
+  const std::vector<uint32_t>* coll_index = &scratch->coll_index;
   Slot* slot = SlotFor(rank, w.iter_begin);
   slot->iter_begin = std::min(slot->iter_begin, w.iter_begin);
   slot->iter_end = std::max(slot->iter_end, std::max(w.iter_end, w.iter_begin));

@@ -4,15 +4,27 @@
 // rank. Windows end on iteration numbers every rank agrees on, so no clocks are compared.
 #pragma once
 
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "analyzer/model.h"
 
 namespace perftracker::analyzer {
 
-// Folds one decoded window into a rank's slots. The index vectors are scratch space.
+// State of one file's FoldWindow calls: the catalog indices of the previous window's functions
+// and collectives, reused while the tables repeat (window after window, they do), so the
+// catalog is asked once per table, not once per window.
+struct FoldScratch {
+  std::vector<uint64_t> fn_ids;
+  std::vector<uint32_t> fn_index;
+  std::vector<std::tuple<uint64_t, format::CollectiveOp, int32_t, uint64_t, std::string>> colls;
+  std::vector<uint32_t> coll_index;
+};
+
+// Folds one decoded window into a rank's slots.
 void FoldWindow(const format::Window& window, Catalog* catalog, RankData* rank,
-                std::vector<uint32_t>* fn_index, std::vector<uint32_t>* coll_index);
+                FoldScratch* scratch);
 
 // Brings every rank to the widest slot width and fills dataset->slot_keys.
 void Align(Dataset* dataset);

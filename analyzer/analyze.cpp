@@ -1,5 +1,6 @@
-// perftracker analyze DIR [--json PATH|-] [--html PATH] [--top N]: ingest every ring file under
-// DIR, then align -> peers -> detect -> rank, then report.
+// perftracker analyze DIR [--json PATH|-] [--html PATH] [--top N] [--jobs N] [--last N]
+// [--since DURATION] [--iterations A:B]: ingest every ring file under DIR (the selected windows),
+// then align -> peers -> detect -> rank, then report.
 #include <cstdio>
 #include <fstream>
 
@@ -19,7 +20,30 @@ struct Options {
   int threads = 0;
   double min_score = Thresholds{}.min_score;
   double intra_link_gbps = 0, inter_link_gbps = 0;
+  WindowSelection selection;
 };
+
+// --last, --since, --iterations; false and *error on a malformed value.
+bool ParseSelection(const std::string& flag, const std::string& value, WindowSelection* s,
+                    std::string* error) {
+  bool ok = false;
+  if (flag == "--last") {
+    ok = value.find_first_not_of("0123456789") == std::string::npos && !value.empty() &&
+         (s->last = std::strtoull(value.c_str(), nullptr, 10)) > 0;
+  } else if (flag == "--since") {
+    ok = ParseDuration(value, &s->since_ns);
+  } else {
+    ok = ParseIterations(value, s);
+  }
+  if (!ok) {
+    *error = "bad " + flag + " value '" + value + "' (" +
+             (flag == "--last"    ? std::string("a number of windows, at least 1")
+              : flag == "--since" ? std::string("a duration: 90s, 15m, 2h, 1d")
+                                  : std::string("A:B, A: or :B with A < B")) +
+             ")";
+  }
+  return ok;
+}
 
 // "INTRA[,INTER]" in GB/s; one number is both.
 bool ParseLinkGbps(const std::string& v, Options* o) {
@@ -34,19 +58,23 @@ bool ParseOptions(std::span<const std::string> args, Options* o, std::string* er
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     const bool has_value = i + 1 < args.size();
-    if ((a == "--json" || a == "--html" || a == "--top" || a == "--threads" ||
-         a == "--min-score" || a == "--link-gbps") &&
+    const bool selects = a == "--last" || a == "--since" || a == "--iterations";
+    if ((a == "--json" || a == "--html" || a == "--top" || a == "--jobs" || a == "--threads" ||
+         a == "--min-score" || a == "--link-gbps" || selects) &&
         !has_value) {
       *error = a + " needs a value";
       return false;
     }
-    if (a == "--json")
+    if (selects) {
+      if (!ParseSelection(a, args[i + 1], &o->selection, error)) return false;
+      ++i;
+    } else if (a == "--json")
       o->json_path = args[++i];
     else if (a == "--html")
       o->html_path = args[++i];
     else if (a == "--top")
       o->top = std::strtoul(args[++i].c_str(), nullptr, 10);
-    else if (a == "--threads")
+    else if (a == "--jobs" || a == "--threads")  // --threads: the earlier spelling
       o->threads = std::atoi(args[++i].c_str());
     else if (a == "--min-score")
       o->min_score = std::atof(args[++i].c_str());
@@ -200,11 +228,11 @@ int AnalyzeCommand(std::span<const std::string> args, std::ostream& out, std::os
   std::string error;
   if (!ParseOptions(args, &o, &error)) {
     err << "perftracker analyze: " << error
-        << " (usage: perftracker analyze DIR [--json PATH|-] [--html PATH] [--top N] "
-           "[--link-gbps INTRA[,INTER]])\n";
+        << " (usage: perftracker analyze DIR [--json PATH|-] [--html PATH] [--top N] [--jobs N]"
+           " [--last N] [--since DURATION] [--iterations A:B] [--link-gbps INTRA[,INTER]])\n";
     return kExitUsage;
   }
-  auto ds = Ingest(o.dir, {o.threads, &err}, &error);
+  auto ds = Ingest(o.dir, {o.threads, &err}, &error, o.selection);
   if (!ds) {
     err << "perftracker: " << error << "\n";
     return kExitUsage;

@@ -13,7 +13,9 @@ struct Command {
 
 constexpr Command kCommands[] = {
     {"analyze", AnalyzeCommand,
-     "analyze DIR [--json PATH|-] [--html PATH] [--top N] [--link-gbps INTRA[,INTER]]\n"
+     "analyze DIR [--json PATH|-] [--html PATH] [--top N] [--jobs N]\n"
+     "                     [--last N] [--since DURATION] [--iterations A:B]\n"
+     "                     [--link-gbps INTRA[,INTER]]\n"
      "                             rank root-cause candidates across every rank under DIR"},
     {"diff", DiffCommand,
      "diff BASE_DIR CUR_DIR [--threshold PCT] [--json PATH|-]\n"

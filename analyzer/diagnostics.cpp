@@ -28,6 +28,15 @@ void Diagnostics::Add(Diagnostic d, uint64_t n, const std::string& message) {
   }
 }
 
+void Diagnostics::Merge(const Diagnostics& other) {
+  std::scoped_lock lock(mu_, other.mu_);
+  for (size_t i = 0; i < counts_.size(); ++i) counts_[i] += other.counts_[i];
+  for (const std::string& m : other.messages_) {
+    if (messages_.size() >= kMaxMessages) break;
+    messages_.push_back(m);
+  }
+}
+
 uint64_t Diagnostics::Total() const {
   uint64_t total = 0;
   for (const uint64_t c : counts_) total += c;

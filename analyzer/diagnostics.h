@@ -55,6 +55,10 @@ class Diagnostics {
   uint64_t Count(Diagnostic d) const { return counts_[static_cast<size_t>(d)]; }
   const std::vector<std::string>& messages() const { return messages_; }
   uint64_t Total() const;
+  // Adds `other`'s counts and messages as if its Adds had been made here, in order. Ingest gives
+  // each file its own Diagnostics and merges them in file order: the report's messages do not
+  // depend on which reader thread finished first.
+  void Merge(const Diagnostics& other);
 
  private:
   mutable std::mutex mu_;

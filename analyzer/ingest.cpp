@@ -58,7 +58,8 @@ bool OpenOk(format::ReadStatus status, const std::string& message, Diagnostics* 
   return false;
 }
 
-void CountDamage(const RankData& r, uint64_t undecodable, Diagnostics* diags) {
+// `deselected`: windows left out by the selection (a file whose windows all were is not empty).
+void CountDamage(const RankData& r, uint64_t undecodable, uint64_t deselected, Diagnostics* diags) {
   const format::RingStats& s = r.stats;
   if (s.truncated) diags->Add(Diagnostic::kTruncatedTail, 1, r.path);
   diags->Add(Diagnostic::kCrcMismatch, s.records_corrupt, r.path);
@@ -66,49 +67,105 @@ void CountDamage(const RankData& r, uint64_t undecodable, Diagnostics* diags) {
   diags->Add(Diagnostic::kSeqGap, s.seq_gaps, r.path);
   diags->Add(Diagnostic::kDuplicateRecord, s.duplicates, r.path);
   if (!r.live) diags->Add(Diagnostic::kLiveMissing, 1, r.path);
-  if (r.windows == 0) diags->Add(Diagnostic::kNoWindows, 1, r.path);
+  if (r.windows == 0 && deselected == 0) diags->Add(Diagnostic::kNoWindows, 1, r.path);
 }
 
-std::optional<RankData> ReadRankFile(const std::string& path, Dataset* ds) {
-  format::RingReader reader;
+// What reading one file gives: its rank (none when unreadable), its own catalog and diagnostics.
+// Readers share nothing, so they never wait for each other; results merge in file order.
+struct FileResult {
+  std::optional<RankData> rank;
+  Catalog catalog;
+  Diagnostics diagnostics;
+};
+
+// The earliest end a window of this file may have under --since (0: no bound): the newest
+// record that passes its checks, less the duration.
+uint64_t SinceFrom(format::RingReader& reader, const WindowSelection& selection) {
+  if (selection.since_ns == 0) return 0;
+  format::Window newest;
+  for (size_t i = reader.frame_count(); i-- > 0;) {
+    bool decoded = false;
+    reader.PeekRecord(i, [&](uint64_t, std::span<const uint8_t> bytes) {
+      decoded = format::DecodeWindow(bytes, &newest, {.verified = true, .function_details = false});
+      return false;
+    });
+    if (decoded) {
+      const uint64_t end = WindowEndRealNs(newest);
+      return end > selection.since_ns ? end - selection.since_ns : 0;
+    }
+  }
+  return 0;
+}
+
+void ReadRankFile(const std::string& path, const WindowSelection& selection,
+                  format::RingReader& reader, FileResult* out) {
   std::string message;
-  if (!OpenOk(reader.OpenFile(path, &message), message, &ds->diagnostics)) return std::nullopt;
+  if (!OpenOk(reader.OpenFile(path, &message), message, &out->diagnostics)) return;
   RankData r;
   r.path = path;
   r.identity = reader.contents().identity;
   r.format_version = reader.contents().format_version;
   r.live = reader.contents().live;
   format::Window window;
-  std::vector<uint32_t> fn_index, coll_index;
-  uint64_t undecodable = 0;
-  reader.ForEachRecord([&](uint64_t, std::span<const uint8_t> bytes) {
-    if (!format::DecodeWindow(bytes, &window)) {
-      ++undecodable;
-      return true;
-    }
-    FoldWindow(window, &ds->catalog, &r, &fn_index, &coll_index);
-    r.health.dropped_events += window.health.dropped_events;
-    r.health.dropped_functions += window.health.dropped_functions;
-    r.health.dropped_windows = std::max(r.health.dropped_windows, window.health.dropped_windows);
-    r.python_unrecorded_windows += window.python_unrecorded;
-    return true;
-  });
+  FoldScratch scratch;
+  uint64_t undecodable = 0, deselected = 0;
+  // The reader verified every record it hands over; the slots need none of the details.
+  const format::DecodeOptions decode{.verified = true, .function_details = false};
+  const uint64_t since_from = SinceFrom(reader, selection);
+  const size_t frames = reader.frame_count();
+  const size_t first = selection.last > 0 && frames > selection.last ? frames - selection.last : 0;
+  reader.ForEachRecord(
+      [&](uint64_t, std::span<const uint8_t> bytes) {
+        if (!format::DecodeWindow(bytes, &window, decode)) {
+          ++undecodable;
+          return true;
+        }
+        if (!Selected(selection, window, since_from)) {
+          ++deselected;
+          return true;
+        }
+        FoldWindow(window, &out->catalog, &r, &scratch);
+        r.health.dropped_events += window.health.dropped_events;
+        r.health.dropped_functions += window.health.dropped_functions;
+        r.health.dropped_windows =
+            std::max(r.health.dropped_windows, window.health.dropped_windows);
+        r.python_unrecorded_windows += window.python_unrecorded;
+        return true;
+      },
+      first);
   r.stats = reader.contents().stats;
-  CountDamage(r, undecodable, &ds->diagnostics);
-  return r;
+  CountDamage(r, undecodable, deselected + first, &out->diagnostics);
+  out->rank = std::move(r);
 }
 
-// Reads `files` on `threads` workers; the calling thread reports progress.
+// Merges one file's result into the dataset: its diagnostics, its catalog (renumbering its
+// rank's slots) and its rank.
+void MergeResult(FileResult* result, Dataset* ds, std::vector<RankData>* out) {
+  ds->diagnostics.Merge(result->diagnostics);
+  if (!result->rank) return;
+  std::vector<uint32_t> fn_map, coll_map;
+  ds->catalog.Merge(result->catalog, &fn_map, &coll_map);
+  result->rank->Remap(fn_map, coll_map);
+  out->push_back(std::move(*result->rank));
+}
+
+// Reads `files` on `threads` workers. Each file is folded against a catalog of its own; the
+// calling thread merges the results in file order as they become ready (so a file's catalog and
+// strings are freed early) and reports progress: the result is the same for any number of
+// threads.
 std::vector<RankData> ReadAll(const std::vector<std::string>& files, const IngestOptions& options,
-                              Dataset* ds) {
-  std::vector<std::optional<RankData>> results(files.size());
-  std::atomic<size_t> next{0}, done{0};
+                              const WindowSelection& selection, Dataset* ds) {
+  std::vector<std::unique_ptr<FileResult>> results(files.size());  // guarded by mu
+  std::atomic<size_t> next{0};
   std::mutex mu;
   std::condition_variable cv;
   auto work = [&] {
+    format::RingReader reader;  // one per thread: its file buffer is reused
     for (size_t i; (i = next.fetch_add(1)) < files.size();) {
-      results[i] = ReadRankFile(files[i], ds);
-      done.fetch_add(1);
+      auto result = std::make_unique<FileResult>();
+      ReadRankFile(files[i], selection, reader, result.get());
+      std::lock_guard lock(mu);
+      results[i] = std::move(result);
       cv.notify_one();
     }
   };
@@ -120,21 +177,26 @@ std::vector<RankData> ReadAll(const std::vector<std::string>& files, const Inges
   std::vector<std::thread> workers;
   for (size_t i = 0; i < n; ++i) workers.emplace_back(work);
   const auto start = std::chrono::steady_clock::now();
+  auto next_print = start + std::chrono::seconds(1);
   bool printed = false;
-  for (std::unique_lock lock(mu); done.load() < files.size();) {
-    cv.wait_for(lock, std::chrono::milliseconds(250));
-    if (options.progress && std::chrono::steady_clock::now() - start > std::chrono::seconds(1)) {
-      *options.progress << "\rperftracker: read " << done.load() << "/" << files.size()
-                        << " ring files" << std::flush;
+  std::vector<RankData> out;
+  for (size_t merged = 0; merged < files.size();) {
+    std::unique_ptr<FileResult> ready;
+    {
+      std::unique_lock lock(mu);
+      cv.wait_for(lock, std::chrono::milliseconds(250), [&] { return results[merged] != nullptr; });
+      ready = std::move(results[merged]);
+    }
+    if (ready) MergeResult(ready.get(), ds, &out), ++merged;
+    if (options.progress && std::chrono::steady_clock::now() > next_print) {
+      next_print = std::chrono::steady_clock::now() + std::chrono::milliseconds(250);
+      *options.progress << "\rperftracker: read " << merged << "/" << files.size() << " ring files"
+                        << std::flush;
       printed = true;
     }
   }
   for (std::thread& t : workers) t.join();
   if (printed) *options.progress << "\n";
-  std::vector<RankData> out;
-  for (auto& r : results) {
-    if (r) out.push_back(std::move(*r));
-  }
   return out;
 }
 
@@ -207,7 +269,7 @@ void CountRanks(Dataset* ds) {
 }  // namespace
 
 std::unique_ptr<Dataset> Ingest(const std::string& root, const IngestOptions& options,
-                                std::string* error) {
+                                std::string* error, const WindowSelection& selection) {
   const std::vector<std::string> files = Discover(root, error);
   if (files.empty()) {
     if (error->empty()) *error = root + ": no ring files (*.ptr) found";
@@ -215,7 +277,7 @@ std::unique_ptr<Dataset> Ingest(const std::string& root, const IngestOptions& op
   }
   auto ds = std::make_unique<Dataset>();
   ds->files = files.size();
-  std::vector<RankData> all = ReadAll(files, options, ds.get());
+  std::vector<RankData> all = ReadAll(files, options, selection, ds.get());
   if (all.empty()) {
     *error = root + ": none of " + std::to_string(files.size()) + " ring files is readable";
     if (!ds->diagnostics.messages().empty()) *error += " (" + ds->diagnostics.messages()[0] + ")";

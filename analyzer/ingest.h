@@ -8,6 +8,7 @@
 #include <string>
 
 #include "analyzer/model.h"
+#include "analyzer/select.h"
 
 namespace perftracker::analyzer {
 
@@ -18,7 +19,8 @@ struct IngestOptions {
 
 // Null and *error when `root` cannot be listed or holds no ring file at all; damaged files are
 // diagnostics in the result, never errors.
+// Only the windows `selection` names are folded in.
 std::unique_ptr<Dataset> Ingest(const std::string& root, const IngestOptions& options,
-                                std::string* error);
+                                std::string* error, const WindowSelection& selection = {});
 
 }  // namespace perftracker::analyzer

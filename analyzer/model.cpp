@@ -70,6 +70,45 @@ void Catalog::InternCollectives(const std::vector<format::CollectivePattern>& cs
   }
 }
 
+void Catalog::Merge(const Catalog& other, std::vector<uint32_t>* fn_map,
+                    std::vector<uint32_t>* coll_map) {
+  std::lock_guard lock(mu_);  // `other` is complete: nothing interns into it any more
+  fn_map->clear();
+  for (const FunctionInfo& f : other.functions_) {
+    const auto [it, added] =
+        function_index_.try_emplace(f.id, static_cast<uint32_t>(functions_.size()));
+    if (added) functions_.push_back(f);
+    fn_map->push_back(it->second);
+  }
+  coll_map->clear();
+  for (const CollectiveInfo& c : other.collectives_) {
+    const auto key =
+        std::make_tuple(c.comm_id, static_cast<uint8_t>(c.op), c.peer, c.bytes, c.name);
+    const auto [it, added] =
+        coll_index_.try_emplace(key, static_cast<uint32_t>(collectives_.size()));
+    if (added) collectives_.push_back(c);
+    coll_map->push_back(it->second);
+  }
+}
+
+template <typename T>
+void RemapVector(std::vector<T>* v, const std::vector<uint32_t>& map) {
+  std::vector<T> out;
+  for (size_t i = 0; i < v->size(); ++i) {
+    const uint32_t k = map[i];
+    if (out.size() <= k) out.resize(k + 1);
+    out[k] = (*v)[i];
+  }
+  *v = std::move(out);
+}
+
+void RankData::Remap(const std::vector<uint32_t>& fn_map, const std::vector<uint32_t>& coll_map) {
+  for (Slot& s : slots) {
+    RemapVector(&s.functions, fn_map);
+    RemapVector(&s.collectives, coll_map);
+  }
+}
+
 void Slot::Merge(const Slot& other) {
   iter_begin = std::min(iter_begin, other.iter_begin);
   iter_end = std::max(iter_end, other.iter_end);

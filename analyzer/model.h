@@ -53,6 +53,11 @@ class Catalog {
   void InternFunctions(const std::vector<format::FunctionPattern>& fns, std::vector<uint32_t>* out);
   void InternCollectives(const std::vector<format::CollectivePattern>& cs,
                          std::vector<uint32_t>* out);
+  // Interns every function and collective of `other` in its order; (*fn_map)[i] and
+  // (*coll_map)[i] are the indices here of other's function and collective i. Ingest folds each
+  // file against a catalog of its own and merges them in file order, so indices do not depend on
+  // thread timing. Nothing may intern into `other` meanwhile.
+  void Merge(const Catalog& other, std::vector<uint32_t>* fn_map, std::vector<uint32_t>* coll_map);
   // Only once ingest is over (no locking).
   const std::vector<FunctionInfo>& functions() const { return functions_; }
   // Catalog index of a function id, -1 when no window named it.
@@ -116,6 +121,9 @@ struct Slot {
 };
 
 struct RankData {
+  // Renumbers every slot's functions and collectives: index i becomes fn_map[i] / coll_map[i].
+  void Remap(const std::vector<uint32_t>& fn_map, const std::vector<uint32_t>& coll_map);
+
   format::Identity identity;
   std::string path;
   uint32_t format_version = 0;

@@ -3,10 +3,14 @@
 #include <flatbuffers/flatbuffers.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "schemas/format/live.h"
 #include "schemas/format/ring_file.h"
@@ -22,6 +26,7 @@ struct Args {
   int ranks_per_host = 8;
   int windows = 3;
   uint64_t ring_mb = 4;
+  int jobs = 0;  // writer threads; 0: one per core
   perftracker::synthetic::JobShape shape;
 };
 
@@ -30,7 +35,7 @@ int Usage() {
       stderr,
       "usage: perftracker-gen [--dir D] [--job ID] [--ranks N] [--ranks-per-host N]\n"
       "                       [--windows N] [--functions N] [--collectives N]\n"
-      "                       [--ring-mb N] [--seed S] [--slow-rank R --slow-factor X]\n"
+      "                       [--ring-mb N] [--jobs N] [--seed S] [--slow-rank R --slow-factor X]\n"
       "                       [--iterations N] [--iteration-ms MS] [--jitter J] [--run-seed S]\n"
       "                       [--stages N] [--p2p-ring] [--net-links] [--fault NAME] [--fault-rank R]\n"
       "                       [--fault-peer R] [--fault-factor X] [--fault-from-window W]\n"
@@ -66,6 +71,8 @@ bool ParseArgs(int argc, char** argv, Args* a) {
       a->shape.functions = std::atoi(v);
     else if (flag == "--collectives")
       a->shape.collectives = std::atoi(v);
+    else if (flag == "--jobs")
+      a->jobs = std::atoi(v);
     else if (flag == "--ring-mb")
       a->ring_mb = std::strtoull(v, nullptr, 10);
     else if (flag == "--seed")
@@ -100,11 +107,12 @@ bool ParseArgs(int argc, char** argv, Args* a) {
       return false;
   }
   a->shape.ranks_per_node = a->ranks_per_host;
-  return a->ranks > 0 && a->ranks_per_host > 0 && a->windows >= 0 && a->ring_mb >= 1 &&
-         a->shape.iterations > 0 && a->shape.functions >= 0 && a->shape.collectives >= 0;
+  return a->ranks > 0 && a->ranks_per_host > 0 && a->jobs >= 0 && a->windows >= 0 &&
+         a->ring_mb >= 1 && a->shape.iterations > 0 && a->shape.functions >= 0 &&
+         a->shape.collectives >= 0;
 }
 
-bool WriteRank(const Args& a, int rank) {
+bool WriteRank(const Args& a, const perftracker::synthetic::JobPlan& plan, int rank) {
   using namespace perftracker;
   const std::string host = "node" + std::to_string(rank / a.ranks_per_host);
   const std::string path =
@@ -128,8 +136,7 @@ bool WriteRank(const Args& a, int rank) {
   }
   format::WindowEncoder encoder;
   for (int w = 0; w < a.windows; ++w) {
-    const format::Window window =
-        synthetic::MakeWindow(a.shape, rank, a.ranks, static_cast<uint64_t>(w));
+    const format::Window window = plan.MakeWindow(rank, static_cast<uint64_t>(w));
     if (!writer->Append(encoder.Encode(window), encoder.static_tail_size())) {
       std::fprintf(stderr, "perftracker-gen: cannot append to %s\n", path.c_str());
       return false;
@@ -146,9 +153,27 @@ bool WriteRank(const Args& a, int rank) {
 int main(int argc, char** argv) {
   Args args;
   if (!ParseArgs(argc, argv, &args)) return Usage();
-  for (int r = 0; r < args.ranks; ++r) {
-    if (!WriteRank(args, r)) return 1;
+  // Ranks are independent files: threads take the next unwritten rank until all are written or
+  // one fails. The plan (function table, each window's physics) is built once and shared; it
+  // holds the first kPlannedWindows windows, so a writer asked for a million windows (to be
+  // killed midway: the dump test) starts at once; later ones are computed per rank.
+  constexpr int kPlannedWindows = 4096;
+  const perftracker::synthetic::JobPlan plan(
+      args.shape, args.ranks, static_cast<uint64_t>(std::min(args.windows, kPlannedWindows)));
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const int threads = std::min(args.ranks, args.jobs > 0 ? args.jobs : static_cast<int>(cores));
+  std::atomic<int> next{0};
+  std::atomic<bool> failed{false};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&] {
+      for (int r; !failed.load() && (r = next.fetch_add(1)) < args.ranks;) {
+        if (!WriteRank(args, plan, r)) failed.store(true);
+      }
+    });
   }
+  for (std::thread& t : workers) t.join();
+  if (failed.load()) return 1;
   std::printf("wrote %d ranks x %d windows under %s/%s\n", args.ranks, args.windows,
               args.dir.c_str(), args.job.c_str());
   return 0;

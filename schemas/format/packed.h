@@ -24,6 +24,11 @@ class VarintReader {
  public:
   explicit VarintReader(std::span<const uint8_t> bytes) : bytes_(bytes) {}
   bool Next(uint64_t* v) {
+    // Most values in a window (counts, histogram buckets) fit one byte: take them at once.
+    if (pos_ < bytes_.size() && bytes_[pos_] < 0x80) {
+      *v = bytes_[pos_++];
+      return true;
+    }
     uint64_t result = 0;
     for (int shift = 0; shift < 64 && pos_ < bytes_.size(); shift += 7) {
       const uint8_t b = bytes_[pos_++];

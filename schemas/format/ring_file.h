@@ -133,11 +133,20 @@ class RingReader {
  public:
   // `file` must outlive the reader.
   ReadStatus Open(std::span<const uint8_t> file, std::string* error);
-  // Reads the whole file into memory first; errors name the path.
+  // Reads the whole file into memory first; errors name the path. A reader may open file after
+  // file: its buffer is reused.
   ReadStatus OpenFile(const std::string& path, std::string* error);
   const RingContents& contents() const { return contents_; }
-  // Updates contents().stats as it goes.
-  void ForEachRecord(const RecordVisitor& visit);
+  // Frames Open found, in sequence order: the records ForEachRecord can hand over (some may
+  // fail their checks or repeat a sequence number).
+  size_t frame_count() const { return frames_.size(); }
+  // Checks and hands over the records of frames [first, frame_count()), oldest first; frames
+  // before `first` are not read at all (analyze --last). Updates contents().stats as it goes.
+  // Once only: the frames are released at the end.
+  void ForEachRecord(const RecordVisitor& visit, size_t first = 0);
+  // Checks frame i and hands over its record alone, stats untouched: a look at the newest record
+  // before the pass (analyze --since). False when i is out of range or the record fails a check.
+  bool PeekRecord(size_t i, const RecordVisitor& visit);
 
  private:
   struct FrameRef {

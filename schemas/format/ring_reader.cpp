@@ -20,6 +20,12 @@
 namespace perftracker::format {
 namespace {
 
+// The previous record's static tail: its zstd frame and what it decompressed to.
+struct TailCache {
+  std::vector<uint8_t> compressed;
+  std::vector<uint8_t> raw;
+};
+
 std::string Field(const char* p, size_t size) { return std::string(p, strnlen(p, size)); }
 
 template <class T>
@@ -106,17 +112,57 @@ std::vector<FrameRef> ScanFrames(std::span<const uint8_t> file, const FileHeader
   return frames;
 }
 
+// Offset of the last zstd frame in `payload` (0 when it holds one frame or is malformed: then
+// it is decompressed whole, and zstd judges it).
+size_t LastFrameOffset(std::span<const uint8_t> payload) {
+  size_t at = 0;
+  while (true) {
+    const size_t n = ZSTD_findFrameCompressedSize(payload.data() + at, payload.size() - at);
+    if (ZSTD_isError(n) || n == 0 || n > payload.size() - at) return 0;
+    if (at + n == payload.size()) return at;
+    at += n;
+  }
+}
+
+// Decompresses `payload` into `raw` (raw_size bytes). The writer's static tail (FORMAT.md: the
+// last frame, the function names) is byte-identical from window to window while the function
+// table is: when its compressed bytes equal the previous record's, its earlier output is copied,
+// not decompressed again (it was most of the reader's zstd time).
+bool Decompress(std::span<const uint8_t> payload, ZSTD_DCtx* dctx, TailCache* cache,
+                std::vector<uint8_t>* raw) {
+  const size_t last = LastFrameOffset(payload);
+  const std::span<const uint8_t> head = payload.first(last), tail = payload.subspan(last);
+  size_t n = 0;
+  if (!head.empty()) {
+    n = ZSTD_decompressDCtx(dctx, raw->data(), raw->size(), head.data(), head.size());
+    if (ZSTD_isError(n)) return false;
+  }
+  if (head.empty() ||
+      !std::equal(tail.begin(), tail.end(), cache->compressed.begin(), cache->compressed.end())) {
+    const size_t m =
+        ZSTD_decompressDCtx(dctx, raw->data() + n, raw->size() - n, tail.data(), tail.size());
+    if (ZSTD_isError(m)) return false;
+    if (!head.empty()) {  // a tail worth keeping: there is a body before it
+      cache->compressed.assign(tail.begin(), tail.end());
+      cache->raw.assign(raw->begin() + static_cast<ptrdiff_t>(n),
+                        raw->begin() + static_cast<ptrdiff_t>(n + m));
+    }
+    return n + m == raw->size();
+  }
+  if (cache->raw.size() != raw->size() - n) return false;
+  std::memcpy(raw->data() + n, cache->raw.data(), cache->raw.size());
+  return true;
+}
+
 bool DecodePayload(std::span<const uint8_t> file, uint64_t offset, const RecordFrame& f,
-                   ZSTD_DCtx* dctx, std::vector<uint8_t>* raw) {
+                   ZSTD_DCtx* dctx, TailCache* cache, std::vector<uint8_t>* raw) {
   const std::span<const uint8_t> payload = file.subspan(offset + sizeof f, f.payload_size);
   if (Crc32c(payload.data(), payload.size()) != f.payload_crc || f.codec != kCodecZstd ||
       f.raw_size > kMaxRawRecordSize) {
     return false;
   }
   raw->resize(f.raw_size);
-  const size_t n =
-      ZSTD_decompressDCtx(dctx, raw->data(), raw->size(), payload.data(), payload.size());
-  if (ZSTD_isError(n) || n != f.raw_size) return false;
+  if (!Decompress(payload, dctx, cache, raw)) return false;
   flatbuffers::Verifier verifier(raw->data(), raw->size());
   return fb::VerifyWindowSummaryBuffer(verifier);
 }
@@ -149,17 +195,30 @@ ReadStatus RingReader::Open(std::span<const uint8_t> file, std::string* error) {
   return ReadStatus::kOk;
 }
 
-void RingReader::ForEachRecord(const RecordVisitor& visit) {
+bool RingReader::PeekRecord(size_t i, const RecordVisitor& visit) {
+  if (i >= frames_.size()) return false;
   std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
   std::vector<uint8_t> raw;
+  const FrameRef& r = frames_[i];
+  TailCache cache;
+  if (!DecodePayload(file_, r.offset, r.frame, dctx.get(), &cache, &raw)) return false;
+  if (visit) visit(r.seq, raw);
+  return true;
+}
+
+void RingReader::ForEachRecord(const RecordVisitor& visit, size_t first) {
+  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+  std::vector<uint8_t> raw;
+  TailCache cache;
   std::optional<uint64_t> last_seq;
   RingStats& stats = contents_.stats;
-  for (const FrameRef& r : frames_) {
+  for (size_t i = std::min(first, frames_.size()); i < frames_.size(); ++i) {
+    const FrameRef& r = frames_[i];
     if (last_seq && r.seq == *last_seq) {
       ++stats.duplicates;
       continue;
     }
-    if (!DecodePayload(file_, r.offset, r.frame, dctx.get(), &raw)) {
+    if (!DecodePayload(file_, r.offset, r.frame, dctx.get(), &cache, &raw)) {
       ++stats.records_corrupt;
       continue;
     }
@@ -179,7 +238,8 @@ ReadStatus RingReader::OpenFile(const std::string& path, std::string* error) {
     return ReadStatus::kIoError;
   }
   struct stat st {};
-  owned_.clear();
+  // Not cleared: a reader reused for the next file of the same size keeps its buffer, and
+  // resize() zero-fills nothing (10-64 MiB a file, faulted in and zeroed, was a tenth of ingest).
   const bool regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
   int read_errno = 0;
   if (regular) {

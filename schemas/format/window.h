@@ -185,9 +185,22 @@ class WindowEncoder {
   uint32_t tail_offsets_[3] = {};
 };
 
-// Verifies `bytes` with the FlatBuffers verifier and decodes it. Columns that disagree in length,
+// What a reader needs of a window. Columns it skips are left empty (zero); what is decoded is
+// checked as always.
+struct DecodeOptions {
+  // The buffer already passed the FlatBuffers verifier (RingReader::ForEachRecord verifies every
+  // record it hands over): do not walk it twice.
+  bool verified = false;
+  // Functions' min_ns, max_ns, captured and their device, per-iteration and self-duration
+  // histograms: the analyzer's slots do not use them, dump and diff do.
+  bool function_details = true;
+};
+
+// Decodes `bytes` over `out`, reusing its storage: decoding a ring's windows into one Window
+// allocates little once the first is decoded. Verifies `bytes` with the FlatBuffers verifier
+// first unless options.verified. Columns that disagree in length,
 // malformed varints or parents that do not point backwards make the record invalid: returns
 // false, `out` unspecified.
-bool DecodeWindow(std::span<const uint8_t> bytes, Window* out);
+bool DecodeWindow(std::span<const uint8_t> bytes, Window* out, const DecodeOptions& options = {});
 
 }  // namespace perftracker::format

@@ -2,7 +2,9 @@
 // histogram bounds, parent indices) is checked here before use.
 #include <flatbuffers/flatbuffers.h>
 
+#include <algorithm>
 #include <cstring>
+#include <string_view>
 
 #include "schemas/format/packed.h"
 #include "schemas/format/window.h"
@@ -27,11 +29,11 @@ T At(const flatbuffers::Vector<T>* v, size_t i, T fallback = T{}) {
   return v == nullptr ? fallback : v->Get(static_cast<flatbuffers::uoffset_t>(i));
 }
 
-std::string StringAt(const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>* v,
-                     size_t i) {
+std::string_view StringAt(const flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>* v,
+                          size_t i) {
   if (v == nullptr) return {};
   const auto* s = v->Get(static_cast<flatbuffers::uoffset_t>(i));
-  return s == nullptr ? std::string() : s->str();
+  return s == nullptr ? std::string_view() : std::string_view(s->c_str(), s->size());
 }
 
 std::span<const uint8_t> Span(const ByteVector* v) {
@@ -41,7 +43,10 @@ std::span<const uint8_t> Span(const ByteVector* v) {
 // Unpacks n varints into the field `member` of each row; an absent column leaves zeros.
 template <class Row, class T>
 bool Unpack(const ByteVector* column, std::vector<Row>* rows, T Row::*member) {
-  if (column == nullptr) return true;
+  if (column == nullptr) {
+    for (Row& row : *rows) row.*member = T{};
+    return true;
+  }
   VarintReader in(Span(column));
   for (Row& row : *rows) {
     uint64_t v;
@@ -68,7 +73,10 @@ bool NextHistogram(VarintReader& in, Histogram* h) {
 
 template <class Row>
 bool UnpackHistograms(const ByteVector* column, std::vector<Row>* rows, Histogram Row::*member) {
-  if (column == nullptr) return true;
+  if (column == nullptr) {
+    for (Row& row : *rows) (row.*member).counts.clear(), (row.*member).first = 0;
+    return true;
+  }
   VarintReader in(Span(column));
   for (Row& row : *rows) {
     if (!NextHistogram(in, &(row.*member))) return false;
@@ -76,17 +84,11 @@ bool UnpackHistograms(const ByteVector* column, std::vector<Row>* rows, Histogra
   return in.done();
 }
 
-bool DecodeFunctions(const fb::FunctionColumns* c, std::vector<FunctionPattern>* out) {
-  using P = FunctionPattern;
-  out->clear();
-  if (c == nullptr || c->name() == nullptr) return true;
+// Sets name, kind and parent of every row, and id and parent_id of the rows where they change.
+// Rows are decoded over the previous window's (`out` is reused): a writer repeats its function
+// table window after window, so names are compared, not copied, and ids not rehashed.
+bool DecodeFunctionTable(const fb::FunctionColumns* c, std::vector<FunctionPattern>* out) {
   const size_t n = c->name()->size();
-  if (!Sized(c->kind(), n)) return false;
-  out->resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    (*out)[i].name = StringAt(c->name(), i);
-    (*out)[i].kind = static_cast<FunctionKind>(At(c->kind(), i));
-  }
   std::vector<uint64_t> parent_plus_one(n, 0);
   if (c->parent() != nullptr) {
     VarintReader in(Span(c->parent()));
@@ -95,28 +97,63 @@ bool DecodeFunctions(const fb::FunctionColumns* c, std::vector<FunctionPattern>*
     }
     if (!in.done()) return false;
   }
+  const size_t kept = std::min(out->size(), n);
+  out->resize(n);
+  std::vector<bool> changed(n, true);
   for (size_t i = 0; i < n; ++i) {
     if (parent_plus_one[i] > i) return false;  // a caller must come before its callees
-    (*out)[i].parent = static_cast<int32_t>(parent_plus_one[i]) - 1;
+    FunctionPattern& p = (*out)[i];
+    const std::string_view new_name = StringAt(c->name(), i);
+    const auto kind = static_cast<FunctionKind>(At(c->kind(), i));
+    const auto parent = static_cast<int32_t>(parent_plus_one[i]) - 1;
+    const bool parent_changed = parent >= 0 && changed[static_cast<size_t>(parent)];
+    changed[i] =
+        i >= kept || p.kind != kind || p.parent != parent || p.name != new_name || parent_changed;
+    if (!changed[i]) continue;
+    p.name.assign(new_name);
+    p.kind = kind;
+    p.parent = parent;
+    p.parent_id = parent < 0 ? 0 : (*out)[static_cast<size_t>(parent)].id;
+    p.id = FunctionId(p.kind, p.name, p.parent_id);
   }
-  return Unpack(c->count(), out, &P::count) && Unpack(c->total_ns(), out, &P::total_ns) &&
-         Unpack(c->self_ns(), out, &P::self_ns) && Unpack(c->min_ns(), out, &P::min_ns) &&
-         Unpack(c->max_ns(), out, &P::max_ns) && Unpack(c->wait_ns(), out, &P::wait_ns) &&
-         Unpack(c->bytes(), out, &P::bytes) &&
-         Unpack(c->device_samples(), out, &P::device_samples) &&
-         Unpack(c->device_ns(), out, &P::device_ns) &&
-         UnpackHistograms(c->duration(), out, &P::duration) &&
-         UnpackHistograms(c->device(), out, &P::device) &&
-         UnpackHistograms(c->per_iteration(), out, &P::per_iteration) &&
-         UnpackHistograms(c->self_duration(), out, &P::self_duration) &&
-         Unpack(c->critical_ns(), out, &P::critical_ns) &&
-         Unpack(c->captured(), out, &P::captured) && FillFunctionIds(out);
+  return true;
+}
+
+bool DecodeFunctions(const fb::FunctionColumns* c, const DecodeOptions& options,
+                     std::vector<FunctionPattern>* out) {
+  using P = FunctionPattern;
+  if (c == nullptr || c->name() == nullptr) {
+    out->clear();
+    return true;
+  }
+  if (!Sized(c->kind(), c->name()->size()) || !DecodeFunctionTable(c, out)) {
+    out->clear();  // rows may be half updated: the next window must not trust them
+    return false;
+  }
+  const bool sums =
+      Unpack(c->count(), out, &P::count) && Unpack(c->total_ns(), out, &P::total_ns) &&
+      Unpack(c->self_ns(), out, &P::self_ns) && Unpack(c->wait_ns(), out, &P::wait_ns) &&
+      Unpack(c->bytes(), out, &P::bytes) && Unpack(c->device_samples(), out, &P::device_samples) &&
+      Unpack(c->device_ns(), out, &P::device_ns) &&
+      UnpackHistograms(c->duration(), out, &P::duration) &&
+      Unpack(c->critical_ns(), out, &P::critical_ns);
+  if (!sums) return false;
+  const ByteVector* none = nullptr;
+  const bool all = options.function_details;
+  return Unpack(all ? c->min_ns() : none, out, &P::min_ns) &&
+         Unpack(all ? c->max_ns() : none, out, &P::max_ns) &&
+         UnpackHistograms(all ? c->device() : none, out, &P::device) &&
+         UnpackHistograms(all ? c->per_iteration() : none, out, &P::per_iteration) &&
+         UnpackHistograms(all ? c->self_duration() : none, out, &P::self_duration) &&
+         Unpack(all ? c->captured() : none, out, &P::captured);
 }
 
 bool DecodeCollectives(const fb::CollectiveColumns* c, std::vector<CollectivePattern>* out) {
   using P = CollectivePattern;
-  out->clear();
-  if (c == nullptr || c->comm_id() == nullptr) return true;
+  if (c == nullptr || c->comm_id() == nullptr) {
+    out->clear();
+    return true;
+  }
   const size_t n = c->comm_id()->size();
   if (!Sized(c->comm_id(), n) || !Sized(c->comm_size(), n) || !Sized(c->comm_rank(), n) ||
       !Sized(c->op(), n) || !Sized(c->peer(), n) || !Sized(c->name(), n) || !Sized(c->bytes(), n) ||
@@ -133,7 +170,7 @@ bool DecodeCollectives(const fb::CollectiveColumns* c, std::vector<CollectivePat
     p.comm_rank = At(c->comm_rank(), i);
     p.op = static_cast<CollectiveOp>(At(c->op(), i));
     p.peer = At(c->peer(), i, int32_t{-1});
-    p.name = StringAt(c->name(), i);
+    p.name.assign(StringAt(c->name(), i));
     p.bytes = At(c->bytes(), i);
     p.count = At(c->count(), i);
     p.host_ns = At(c->host_ns(), i);
@@ -149,7 +186,7 @@ bool DecodeCollectives(const fb::CollectiveColumns* c, std::vector<CollectivePat
 
 }  // namespace
 
-bool DecodeWindow(std::span<const uint8_t> bytes, Window* out) {
+bool DecodeWindow(std::span<const uint8_t> bytes, Window* out, const DecodeOptions& options) {
   std::vector<uint64_t> aligned;
   if (reinterpret_cast<uintptr_t>(bytes.data()) % alignof(uint64_t) != 0) {
     aligned.resize((bytes.size() + 7) / 8);
@@ -157,8 +194,10 @@ bool DecodeWindow(std::span<const uint8_t> bytes, Window* out) {
     bytes =
         std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(aligned.data()), bytes.size());
   }
-  flatbuffers::Verifier verifier(bytes.data(), bytes.size());
-  if (!fb::VerifyWindowSummaryBuffer(verifier)) return false;
+  if (!options.verified) {
+    flatbuffers::Verifier verifier(bytes.data(), bytes.size());
+    if (!fb::VerifyWindowSummaryBuffer(verifier)) return false;
+  }
   const fb::WindowSummary* w = fb::GetWindowSummary(bytes.data());
   out->window_seq = w->window_seq();
   out->iter_begin = w->iter_begin();
@@ -173,7 +212,7 @@ bool DecodeWindow(std::span<const uint8_t> bytes, Window* out) {
   out->python_unrecorded = w->python_unrecorded();
   out->thread_cpu_ns = w->thread_cpu_ns();
   out->run_delay_ns = w->run_delay_ns();
-  if (!DecodeFunctions(w->functions(), &out->functions)) return false;
+  if (!DecodeFunctions(w->functions(), options, &out->functions)) return false;
   if (!DecodeCollectives(w->collectives(), &out->collectives)) return false;
   out->iterations = IterationStats{};
   if (const fb::IterationStats* it = w->iterations()) {

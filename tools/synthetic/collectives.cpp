@@ -18,31 +18,18 @@ constexpr double kPipeBytes = 16ull << 20;
 // Everything one rank's collectives need to know about the iteration.
 struct Context {
   const JobShape& shape;
+  const WindowPhysics& physics;
   const std::vector<RankTimes>& all;
   int rank;
   int world;
   uint64_t window;
   std::mt19937_64& rng;
   // local[it][m]: rank m's critical time before waiting, in iteration it.
-  std::vector<std::vector<double>> local;
+  const std::vector<std::vector<double>>& local;
 };
 
 double Noise(Context& c) {
   return std::max(0.5, std::normal_distribution<double>(1.0, c.shape.jitter)(c.rng));
-}
-
-std::vector<std::vector<double>> LocalTimes(const JobShape& shape,
-                                            const std::vector<RankTimes>& all, uint64_t window) {
-  const int world = static_cast<int>(all.size());
-  std::vector<std::vector<double>> local(static_cast<size_t>(shape.iterations));
-  for (int it = 0; it < shape.iterations; ++it) {
-    for (int m = 0; m < world; ++m) {
-      local[static_cast<size_t>(it)].push_back(
-          LocalAt(shape, all[static_cast<size_t>(m)], m, window, it) +
-          RingExtraNs(shape, m, world, window));
-    }
-  }
-  return local;
 }
 
 void SetSeqs(const Context& c, format::CollectivePattern* p) {
@@ -76,7 +63,7 @@ double AddDataParallel(Context& c, std::vector<format::CollectivePattern>* out) 
   const int size = StageSize(c.shape, c.world);
   const int stage = StageOf(c.shape, c.rank, c.world);
   const int first = stage * size;
-  const double factor = GroupLinkFactor(c.shape, first, size, c.window);
+  const double factor = c.physics.stage_link[static_cast<size_t>(stage)];
   const size_t base = out->size();
   for (int i = 0; i < c.shape.collectives; ++i) {
     out->push_back(DataParallelPattern(c, i, stage, first, size));
@@ -84,7 +71,8 @@ double AddDataParallel(Context& c, std::vector<format::CollectivePattern>* out) 
   double device_sum = 0, transfer_sum = 0;
   for (int it = 0; it < c.shape.iterations; ++it) {
     const auto& local = c.local[static_cast<size_t>(it)];
-    const double slowest = *std::max_element(local.begin() + first, local.begin() + first + size);
+    const double slowest =
+        c.physics.stage_slowest[static_cast<size_t>(it)][static_cast<size_t>(stage)];
     double previous_done = 0;
     for (int i = 0; i < c.shape.collectives; ++i) {
       format::CollectivePattern& p = (*out)[base + static_cast<size_t>(i)];
@@ -188,7 +176,7 @@ void AddNetLinks(Context& c, std::vector<format::CollectivePattern>* out) {
   if (size < 2) return;
   const int me = c.rank - first;
   const int next = (me + 1) % size, prev = (me + size - 1) % size;
-  const double ring = GroupLinkFactor(c.shape, first, size, c.window);
+  const double ring = c.physics.stage_link[static_cast<size_t>(stage)];
   const auto add = [&](CollectiveOp op, int peer, double factor) {
     if (NodeOfRank(c.shape, c.rank) == NodeOfRank(c.shape, first + peer)) return;
     for (int i = 0; i < c.shape.collectives; ++i) {
@@ -219,16 +207,16 @@ void AddNetLinks(Context& c, std::vector<format::CollectivePattern>* out) {
 
 }  // namespace
 
-CollectiveResult MakeCollectives(const JobShape& shape, const std::vector<RankTimes>& all, int rank,
-                                 uint64_t window_seq, const std::vector<double>&,
+CollectiveResult MakeCollectives(const JobShape& shape, const WindowPhysics& physics, int rank,
                                  std::mt19937_64& rng) {
   Context c{shape,
-            all,
+            physics,
+            physics.all,
             rank,
-            static_cast<int>(all.size()),
-            window_seq,
+            static_cast<int>(physics.all.size()),
+            physics.window_seq,
             rng,
-            LocalTimes(shape, all, window_seq)};
+            physics.local};
   CollectiveResult result;
   result.wait_ratio = AddDataParallel(c, &result.patterns);
   AddPipeline(c, &result.patterns);

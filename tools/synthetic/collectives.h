@@ -16,8 +16,8 @@ struct CollectiveResult {
   double wait_ratio = 1;
 };
 
-CollectiveResult MakeCollectives(const JobShape& shape, const std::vector<RankTimes>& all, int rank,
-                                 uint64_t window_seq, const std::vector<double>& iteration_ns,
+// `physics` is the window's (MakeWindowPhysics).
+CollectiveResult MakeCollectives(const JobShape& shape, const WindowPhysics& physics, int rank,
                                  std::mt19937_64& rng);
 
 }  // namespace perftracker::synthetic

@@ -180,25 +180,43 @@ double CollectiveBytes(int i, int stage) {
 
 double TransferNs(double bytes) { return 20'000.0 + bytes / 50.0; }
 
-double IterationAt(const JobShape& shape, const std::vector<RankTimes>& all, uint64_t window_seq,
-                   int it) {
-  const int world = static_cast<int>(all.size());
-  double slowest = 0;
-  for (int r = 0; r < world; ++r) {
-    slowest = std::max(slowest, LocalAt(shape, all[static_cast<size_t>(r)], r, window_seq, it) +
-                                    RingExtraNs(shape, r, world, window_seq));
-  }
-  double comm = 0;
+WindowPhysics MakeWindowPhysics(const JobShape& shape, int world, uint64_t window_seq) {
+  WindowPhysics p;
+  p.window_seq = window_seq;
+  p.all = AllTimes(shape, world, window_seq);
   const int size = StageSize(shape, world);
-  for (int s = 0; s * size < world; ++s) {
+  const int stages = (world + size - 1) / size;
+  for (int s = 0; s < stages; ++s) {
+    p.stage_link.push_back(GroupLinkFactor(shape, s * size, size, window_seq));
+  }
+  // Communication exposed per iteration: the slowest stage's collectives, back to back.
+  double comm = 0;
+  for (int s = 0; s < stages; ++s) {
     double stage_comm = 0;
-    const double factor = GroupLinkFactor(shape, s * size, size, window_seq);
     for (int i = 0; i < shape.collectives; ++i) {
-      stage_comm += TransferNs(CollectiveBytes(i, s)) * factor;
+      stage_comm += TransferNs(CollectiveBytes(i, s)) * p.stage_link[static_cast<size_t>(s)];
     }
     comm = std::max(comm, stage_comm);
   }
-  return slowest + comm;
+  for (int it = 0; it < shape.iterations; ++it) {
+    std::vector<double> local(static_cast<size_t>(world));
+    for (int r = 0; r < world; ++r) {
+      local[static_cast<size_t>(r)] =
+          LocalAt(shape, p.all[static_cast<size_t>(r)], r, window_seq, it) +
+          RingExtraNs(shape, r, world, window_seq);
+    }
+    // By block of `size` ranks: a stage's collectives span [stage * size, stage * size + size)
+    // (StageOf puts leftover ranks of an uneven split in the last stage, outside its ring).
+    std::vector<double> slowest(static_cast<size_t>(stages), 0.0);
+    for (int r = 0; r < world; ++r) {
+      double& s = slowest[static_cast<size_t>(r / size)];
+      s = std::max(s, local[static_cast<size_t>(r)]);
+    }
+    p.iteration_ns.push_back(*std::max_element(slowest.begin(), slowest.end()) + comm);
+    p.stage_slowest.push_back(std::move(slowest));
+    p.local.push_back(std::move(local));
+  }
+  return p;
 }
 
 }  // namespace perftracker::synthetic

@@ -52,10 +52,23 @@ double RingExtraNs(const JobShape& shape, int rank, int world_size, uint64_t win
 // Transfer time of the i-th data-parallel collective of a stage, link faults excluded.
 double CollectiveBytes(int i, int stage);
 double TransferNs(double bytes);
-// The iteration's duration, equal on every rank up to clock noise: the slowest rank's local time
-// plus the exposed communication.
-double IterationAt(const JobShape& shape, const std::vector<RankTimes>& all, uint64_t window_seq,
-                   int it);
+
+// What one window's physics is on every rank at once: computed once per window and shared by
+// every rank's generator, because each rank's collectives depend on every peer's arrival time
+// (recomputing it per rank made writing N ranks cost N^2).
+struct WindowPhysics {
+  uint64_t window_seq = 0;
+  std::vector<RankTimes> all;              // by rank
+  std::vector<std::vector<double>> local;  // [it][rank]: critical time before waiting on peers
+  std::vector<std::vector<double>> stage_slowest;  // [it][stage]: the stage's latest arrival
+  std::vector<double> stage_link;  // by stage: slowdown of its data-parallel ring's slowest hop
+  // The iteration's duration, equal on every rank up to clock noise: the slowest rank's local
+  // time plus the exposed communication.
+  std::vector<double> iteration_ns;
+};
+
+// `shape` must be Normalized.
+WindowPhysics MakeWindowPhysics(const JobShape& shape, int world_size, uint64_t window_seq);
 
 // The fault-normalized job shape: the legacy slow_rank spelling becomes kSlowGpu.
 JobShape Normalized(const JobShape& shape);

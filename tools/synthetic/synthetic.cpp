@@ -6,6 +6,7 @@
 #include <random>
 
 #include "tools/synthetic/collectives.h"
+#include "tools/synthetic/noise.h"
 #include "tools/synthetic/physics.h"
 
 namespace perftracker::synthetic {
@@ -180,26 +181,68 @@ std::array<double, 3> ClassSums(const std::vector<Spec>& specs) {
   return sum;
 }
 
+// Counts values into histogram buckets without Histogram::Add's bookkeeping per value (a
+// synthetic rank adds tens of millions): Take(min, max) leaves the histogram Add would have built.
+// Two count arrays, alternating, so that runs of values in one bucket do not wait on each other's
+// increment (a store-to-load chain through one address).
+class BucketCounter {
+ public:
+  void Add(uint64_t value) {
+    ++counts_[parity_][static_cast<size_t>(format::HistogramBucket(value))];
+    parity_ ^= 1;
+  }
+  // `min` and `max`: the least and greatest value added (none when min > max).
+  format::Histogram Take(uint64_t min, uint64_t max) {
+    format::Histogram h;
+    if (min > max) return h;
+    const int lo = format::HistogramBucket(min), hi = format::HistogramBucket(max);
+    h.first = lo;
+    h.counts.resize(static_cast<size_t>(hi - lo + 1));
+    for (int b = lo; b <= hi; ++b) {
+      const auto i = static_cast<size_t>(b);
+      h.counts[static_cast<size_t>(b - lo)] = counts_[0][i] + counts_[1][i];
+      counts_[0][i] = counts_[1][i] = 0;
+    }
+    return h;
+  }
+
+ private:
+  std::array<std::array<uint32_t, format::kHistogramBuckets>, 2> counts_{};
+  size_t parity_ = 0;
+};
+
 format::FunctionPattern MakePattern(const JobShape& shape, const Spec& spec, double mean,
-                                    std::mt19937_64& rng) {
+                                    FastNormal& noise) {
   format::FunctionPattern p;
   p.kind = spec.kind;
   p.name = spec.name;
   p.parent = spec.parent;
-  std::normal_distribution<double> noise(1.0, shape.jitter);
+  thread_local BucketCounter duration, per_iteration;
+  // Locals, not p's fields, in the loop: it runs for every call and stays in registers.
+  const double spread = mean * shape.jitter;
+  uint64_t min_ns = UINT64_MAX, max_ns = 0, total_ns = 0;
+  uint64_t min_iter = UINT64_MAX, max_iter = 0;
   for (int it = 0; it < shape.iterations; ++it) {
     uint64_t iter_total = 0;
     for (int c = 0; c < spec.calls_per_iter; ++c) {
-      const auto d = static_cast<uint64_t>(std::max(1.0, mean * noise(rng)));
-      p.duration.Add(d);
-      p.min_ns = p.count == 0 ? d : std::min(p.min_ns, d);
-      p.max_ns = std::max(p.max_ns, d);
-      p.total_ns += d;
-      ++p.count;
+      const auto d =
+          static_cast<uint64_t>(static_cast<int64_t>(std::max(1.0, mean + spread * noise.Next())));
+      duration.Add(d);
+      min_ns = std::min(min_ns, d);
+      max_ns = std::max(max_ns, d);
       iter_total += d;
     }
-    p.per_iteration.Add(iter_total);
+    total_ns += iter_total;
+    per_iteration.Add(iter_total);
+    min_iter = std::min(min_iter, iter_total);
+    max_iter = std::max(max_iter, iter_total);
   }
+  p.count = static_cast<uint64_t>(shape.iterations) * static_cast<uint64_t>(spec.calls_per_iter);
+  p.min_ns = p.count == 0 ? 0 : min_ns;
+  p.max_ns = max_ns;
+  p.total_ns = total_ns;
+  p.duration = duration.Take(min_ns, max_ns);
+  p.per_iteration = per_iteration.Take(min_iter, max_iter);
   p.self_ns = spec.kind == FunctionKind::kPython ? p.total_ns / 2 : p.total_ns;
   if (spec.kind == FunctionKind::kKernel || spec.kind == FunctionKind::kMemcpy) {
     p.device_samples = std::max<uint64_t>(1, p.count / 8);
@@ -212,30 +255,35 @@ format::FunctionPattern MakePattern(const JobShape& shape, const Spec& spec, dou
 
 }  // namespace
 
-format::Window MakeWindow(const JobShape& job, int rank, int world_size, uint64_t window_seq) {
-  const JobShape shape = Normalized(job);
+// What every rank's windows share: the job's function table and each window's physics.
+struct JobPlan::Shared {
+  JobShape shape;
+  int world_size = 0;
+  std::vector<Spec> specs;
+  std::array<double, 3> class_sum{};
+  std::vector<WindowPhysics> windows;  // by window_seq, for the windows planned
+};
+
+format::Window JobPlan::MakeRankWindow(const Shared& plan, const WindowPhysics& physics, int rank) {
+  const JobShape& shape = plan.shape;
+  const uint64_t window_seq = physics.window_seq;
   std::mt19937_64 rng(shape.seed * 1000003 + static_cast<uint64_t>(rank) * 7919 + window_seq +
                       shape.run_seed * 0x9e3779b97f4a7c15ull);
-  const std::vector<RankTimes> all = AllTimes(shape, world_size, window_seq);
-  const RankTimes& mine = all[static_cast<size_t>(rank)];
+  const RankTimes& mine = physics.all[static_cast<size_t>(rank)];
 
   format::Window w;
   w.window_seq = window_seq;
   w.iter_begin = window_seq * static_cast<uint64_t>(shape.iterations);
   w.iter_end = w.iter_begin + static_cast<uint64_t>(shape.iterations);
-  std::vector<double> iteration_ns;
-  for (int it = 0; it < shape.iterations; ++it) {
-    iteration_ns.push_back(IterationAt(shape, all, window_seq, it));
-  }
-  const CollectiveResult comm = MakeCollectives(shape, all, rank, window_seq, iteration_ns, rng);
+  const std::vector<double>& iteration_ns = physics.iteration_ns;
+  const CollectiveResult comm = MakeCollectives(shape, physics, rank, rng);
   w.collectives = comm.patterns;
 
-  const std::vector<Spec> specs = MakeSpecs(shape);
-  const std::array<double, 3> class_sum = ClassSums(specs);
-  w.functions.reserve(specs.size());
-  for (const Spec& spec : specs) {
-    const double mean = MeanPerCall(spec, mine, class_sum, comm.wait_ratio);
-    w.functions.push_back(MakePattern(shape, spec, mean, rng));
+  w.functions.reserve(plan.specs.size());
+  FastNormal noise(rng());
+  for (const Spec& spec : plan.specs) {
+    const double mean = MeanPerCall(spec, mine, plan.class_sum, comm.wait_ratio);
+    w.functions.push_back(MakePattern(shape, spec, mean, noise));
   }
 
   std::normal_distribution<double> clock_noise(1.0, 0.002);
@@ -255,6 +303,34 @@ format::Window MakeWindow(const JobShape& job, int rank, int world_size, uint64_
   w.health.hook_calls = 1'000'000;
   w.health.hook_ns = 25'000'000;
   return w;
+}
+
+JobPlan::JobPlan(const JobShape& job, int world_size, uint64_t windows) {
+  auto plan = std::make_shared<Shared>();
+  Shared& s = *plan;
+  s.shape = Normalized(job);
+  s.world_size = world_size;
+  s.specs = MakeSpecs(s.shape);
+  s.class_sum = ClassSums(s.specs);
+  for (uint64_t w = 0; w < windows; ++w) {
+    s.windows.push_back(MakeWindowPhysics(s.shape, world_size, w));
+  }
+  shared_ = std::move(plan);
+}
+
+JobPlan::~JobPlan() = default;
+
+format::Window JobPlan::MakeWindow(int rank, uint64_t window_seq) const {
+  const Shared& s = *shared_;
+  if (window_seq >= s.windows.size()) {
+    return MakeRankWindow(s, MakeWindowPhysics(s.shape, s.world_size, window_seq), rank);
+  }
+  return MakeRankWindow(s, s.windows[window_seq], rank);
+}
+
+format::Window MakeWindow(const JobShape& job, int rank, int world_size, uint64_t window_seq) {
+  const JobPlan plan(job, world_size, 0);
+  return plan.MakeWindow(rank, window_seq);
 }
 
 }  // namespace perftracker::synthetic

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -64,6 +65,26 @@ struct JobShape {
   double slow_factor = 1.0;
 };
 
+struct WindowPhysics;
+
+// Windows of many ranks of one job. Every rank's window depends on every peer's timing (who
+// arrives last at a collective), so what ranks share -- the function table and each window's
+// physics -- is computed once here for windows [0, windows), not once per rank: generating N
+// ranks costs O(N), not O(N^2). Immutable once built; MakeWindow may run on many threads.
+class JobPlan {
+ public:
+  JobPlan(const JobShape& shape, int world_size, uint64_t windows);
+  ~JobPlan();
+  // Any window_seq; one outside the planned windows costs O(world size).
+  format::Window MakeWindow(int rank, uint64_t window_seq) const;
+
+ private:
+  struct Shared;
+  static format::Window MakeRankWindow(const Shared& plan, const WindowPhysics& physics, int rank);
+  std::shared_ptr<const Shared> shared_;
+};
+
+// One window of one rank (a JobPlan of no planned window: for tests and a few windows).
 format::Window MakeWindow(const JobShape& shape, int rank, int world_size, uint64_t window_seq);
 
 // The live slot a rank leaves after writing `windows_written` windows (hangs included).

@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""perftracker analyze at cluster scale (issue 17): generate, analyze, print the figures.
+
+  analyze_scale.py --build BUILD [--ranks 64,256,1024] [--huge] [--windows 120] [--jobs N]
+                   [--keep DIR]
+
+For each rank count: perftracker-gen writes RANKS x WINDOWS windows of a job at the generator's
+defaults (2,000 functions, 50 collectives, 20 iterations a window) with one slow GPU (rank
+RANKS/3, 1.3x) into rings large enough to hold every window (10 MiB for 120), then
+`perftracker analyze` reads them. Printed per size: generation seconds (wall, CPU), analyze
+seconds (wall, CPU), analyze peak RSS (MiB), windows analyzed per (wall) second, and whether the slow rank is named first (it must
+be, at every size). --huge adds 16,384 ranks (160 GiB of ring files for 120 windows).
+Targets (issue 17, 2 cores): 1,024 x 120 analyzed in <= 10 s and <= 2 GiB; 16,384 x 120 in
+<= 3 min and <= 8 GiB; 1,024 x 120 generated in <= 2 min.
+Not a test: it takes minutes and needs gigabytes of scratch space (TMPDIR or --keep).
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def run_measured(cmd):
+    """(wall seconds, CPU seconds, peak RSS MiB, stdout) of one command run to completion; exits
+    on failure. CPU seconds (user + system) tell what the wall time would be on idle cores when
+    the machine is shared."""
+    # Output goes to files, not pipes: a report larger than a pipe's buffer would block the
+    # child while we wait for it (os.wait4, for its rusage).
+    with tempfile.TemporaryFile("w+") as out_file, tempfile.TemporaryFile("w+") as err_file:
+        start = time.monotonic()
+        proc = subprocess.Popen(cmd, stdout=out_file, stderr=err_file, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.monotonic() - start
+        out_file.seek(0)
+        err_file.seek(0)
+        out, err = out_file.read(), err_file.read()
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        sys.exit(f"analyze_scale: {' '.join(cmd)} exited {code}: {err.strip()}")
+    cpu = usage.ru_utime + usage.ru_stime
+    return seconds, cpu, usage.ru_maxrss / 1024.0, out  # ru_maxrss is in KiB on Linux
+
+
+def ring_mb(windows):
+    """A ring that holds every window: ~75 KB each at the generator's defaults (4 MiB, the
+    generator's default ring, holds only 55 of them)."""
+    return max(4, (windows * 80 + 1023) // 1024 + 1)
+
+
+def measure(build, ranks, windows, jobs, scratch):
+    gen = os.path.join(build, "tools", "perftracker-gen")
+    perftracker = os.path.join(build, "analyzer", "perftracker")
+    slow = ranks // 3
+    out_dir = os.path.join(scratch, f"ranks-{ranks}")
+    shutil.rmtree(out_dir, ignore_errors=True)
+    jobs_args = ["--jobs", str(jobs)] if jobs else []
+    gen_s, gen_cpu, _, _ = run_measured([gen, "--dir", out_dir, "--ranks", str(ranks), "--windows",
+                                str(windows), "--slow-rank", str(slow), "--slow-factor", "1.3",
+                                "--ring-mb", str(ring_mb(windows))] + jobs_args)
+    analyze_s, analyze_cpu, rss_mib, report = run_measured(
+        [perftracker, "analyze", out_dir, "--json", "-", "--top", "3"] + jobs_args)
+    first = json.loads(report)["candidates"][0]["rank_set"] if report else []
+    shutil.rmtree(out_dir, ignore_errors=True)
+    return {"ranks": ranks, "windows": windows, "gen_s": gen_s, "gen_cpu": gen_cpu,
+            "analyze_s": analyze_s, "analyze_cpu": analyze_cpu,
+            "rss_mib": rss_mib, "windows_per_s": ranks * windows / analyze_s,
+            "slow_first": first == [slow]}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", required=True, help="CMake build directory")
+    parser.add_argument("--ranks", default="64,256,1024", help="comma-separated rank counts")
+    parser.add_argument("--huge", action="store_true", help="also 16,384 ranks")
+    parser.add_argument("--windows", type=int, default=120)
+    parser.add_argument("--jobs", type=int, default=0, help="threads for both (default: cores)")
+    parser.add_argument("--keep", help="scratch directory (default: a temporary one)")
+    args = parser.parse_args()
+    sizes = [int(r) for r in args.ranks.split(",") if r]
+    if args.huge:
+        sizes.append(16384)
+    scratch = args.keep or tempfile.mkdtemp(prefix="analyze-scale-")
+    os.makedirs(scratch, exist_ok=True)
+    print(f"{'ranks':>6} {'windows':>7} {'gen s':>8} {'gen cpu s':>9} {'analyze s':>9} "
+          f"{'cpu s':>7} {'peak MiB':>9} {'windows/s':>10} slow rank first")
+    ok = True
+    try:
+        for ranks in sizes:
+            m = measure(args.build, ranks, args.windows, args.jobs, scratch)
+            ok &= m["slow_first"]
+            print(f"{m['ranks']:>6} {m['windows']:>7} {m['gen_s']:>8.1f} {m['gen_cpu']:>9.1f} "
+                  f"{m['analyze_s']:>9.2f} {m['analyze_cpu']:>7.2f} {m['rss_mib']:>9.0f} "
+                  f"{m['windows_per_s']:>10.0f} "
+                  f"{'yes' if m['slow_first'] else 'NO'}", flush=True)
+    finally:
+        if not args.keep:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
