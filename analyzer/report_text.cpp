@@ -207,11 +207,11 @@ void Candidates(const Report& rep, size_t top, std::ostream& out) {
            "ranks is outside its expected range\n";
     return;
   }
-  out << " #  score  lost/iter  category            ranks        kind        function\n";
+  out << " #  score  lost/iter  category              ranks        kind        function\n";
   for (size_t i = 0; i < rep.candidates.size() && i < top; ++i) {
     const Candidate& c = rep.candidates[i];
     char head[160];
-    std::snprintf(head, sizeof head, "%2zu %6.3f  %-9s  %-18s  %-11s  %-10s  ", i + 1,
+    std::snprintf(head, sizeof head, "%2zu %6.3f  %-9s  %-20s  %-11s  %-10s  ", i + 1,
                   std::min(c.score, 999.0), FormatSeconds(c.impact_s_per_iter).c_str(),
                   c.category.c_str(), Clean(RankListLabel(c.rank_set), 11).c_str(), c.kind.c_str());
     out << head << Clean(c.function, 48) << "\n";
