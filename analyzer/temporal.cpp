@@ -34,8 +34,14 @@ Series GroupSeries(const Frame& f, const PeerGroup& g, int32_t fn, Aggregate agg
   return s;
 }
 
+// A slot without the metric at all (start-up before the first collective, a window without
+// device samples) says nothing about its level: the lowest of the others, 0 when none has it.
 double Level(const std::vector<double>& v, size_t from, size_t to) {
-  return *std::min_element(v.begin() + static_cast<long>(from), v.begin() + static_cast<long>(to));
+  double level = 0;
+  for (size_t k = from; k < to; ++k) {
+    if (v[k] > 0 && (level == 0 || v[k] < level)) level = v[k];
+  }
+  return level;
 }
 
 void TestMetric(const Frame& f, int gi, int32_t fn, Aggregate agg, std::vector<Finding>* out) {
