@@ -91,8 +91,8 @@ bool EnsureIdentity(CommEntry* e, ncclComm_t comm, const void* caller) {
       user_rank(comm, &rank) != ncclSuccess) {
     return false;
   }
-  e->size = static_cast<uint32_t>(size);
-  e->rank = static_cast<uint32_t>(rank);
+  e->size.store(static_cast<uint32_t>(size), std::memory_order_relaxed);
+  e->rank.store(static_cast<uint32_t>(rank), std::memory_order_relaxed);
   e->identity_known.store(true, std::memory_order_release);
   return true;
 }
@@ -111,11 +111,14 @@ Slot CollectiveSlot(CommEntry* e, format::CollectiveOp op, int32_t peer, uint64_
     if (k != 0 && k != key) continue;
     const Slot s = p.slot.load(std::memory_order_acquire);
     if (s != kNoSlot - 1) [[likely]] return s;
-    const Slot interned = InternCollective(e->id, e->size, e->rank, op, peer, bytes, name);
+    const Slot interned = InternCollective(e->id, e->size.load(std::memory_order_relaxed),
+                                           e->rank.load(std::memory_order_relaxed), op, peer,
+                                           bytes, name);
     p.slot.store(interned, std::memory_order_release);
     return interned;
   }
-  return InternCollective(e->id, e->size, e->rank, op, peer, bytes, name);  // table full: cold
+  return InternCollective(e->id, e->size.load(std::memory_order_relaxed),  // table full: cold
+                          e->rank.load(std::memory_order_relaxed), op, peer, bytes, name);
 }
 
 uint64_t DtypeBytes(ncclDataType_t type) {

@@ -24,8 +24,10 @@ struct CommEntry {
   std::atomic<bool> live{false};
   uint64_t id = 0;
   std::atomic<bool> identity_known{false};  // size/rank read once the communicator is ready
-  uint32_t size = 0;
-  uint32_t rank = 0;
+  // Atomic: two threads' first collectives on one communicator may both fill them in (the same
+  // values); identity_known's release/acquire orders them for readers.
+  std::atomic<uint32_t> size{0};
+  std::atomic<uint32_t> rank{0};
   std::atomic<uint64_t> seq{0};
   std::atomic<uint32_t> splits{0};  // children made so far: names the next child alike on all ranks
   // A non-blocking communicator's launch that returned ncclInProgress: its work is not on its
