@@ -104,6 +104,7 @@ double CallsPerIteration(const Frame& f, const Judged& j, size_t k) {
 
 std::vector<Finding> DetectBandwidth(const Frame& f) {
   std::vector<Finding> out;
+  if (f.th.intra_link_gbps <= 0 && f.th.inter_link_gbps <= 0) return out;  // no peak given
   const auto& colls = f.ds->catalog.collectives();
   // One verdict per communicator: its judged collectives together, bytes-weighted.
   std::map<uint64_t, std::vector<Judged>> by_comm;

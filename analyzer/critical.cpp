@@ -52,6 +52,16 @@ std::vector<double> SubtreeCritical(const Frame& f, const Slot& s,
   return sub;
 }
 
+// Each catalog function's caller (catalog index), -1 at the root.
+std::vector<int32_t> ParentIndex(const Catalog& catalog) {
+  const auto& fns = catalog.functions();
+  std::vector<int32_t> parent(fns.size(), -1);
+  for (size_t i = 0; i < fns.size(); ++i) {
+    if (fns[i].parent_id != 0) parent[i] = catalog.IndexOf(fns[i].parent_id);
+  }
+  return parent;
+}
+
 // `fn` and the Python functions beneath it through Python callers only: the functions whose
 // critical time adds up into fn's (as in SubtreeCritical). Parents precede their children in
 // the catalog.
@@ -84,10 +94,7 @@ double SubtreeCriticalNs(const Slot& s, const std::vector<size_t>& subtree) {
 std::vector<Finding> DetectCriticalPath(const Frame& f) {
   std::vector<Finding> out;
   const auto& fns = f.ds->catalog.functions();
-  std::vector<int32_t> parent(fns.size(), -1);
-  for (size_t i = 0; i < fns.size(); ++i) {
-    if (fns[i].parent_id != 0) parent[i] = f.ds->catalog.IndexOf(fns[i].parent_id);
-  }
+  const std::vector<int32_t> parent = ParentIndex(f.ds->catalog);
   const double bound = f.th.blocking_expected;
   for (size_t gi = 0; gi < f.groups->size(); ++gi) {
     const PeerGroup& g = (*f.groups)[gi];
@@ -189,10 +196,7 @@ namespace perftracker::analyzer {
 // critical time otherwise.
 void AttachBeta(const Frame& f, std::vector<Candidate>* cands) {
   const auto& fns = f.ds->catalog.functions();
-  std::vector<int32_t> parent(fns.size(), -1);
-  for (size_t i = 0; i < fns.size(); ++i) {
-    if (fns[i].parent_id != 0) parent[i] = f.ds->catalog.IndexOf(fns[i].parent_id);
-  }
+  const std::vector<int32_t> parent = ParentIndex(f.ds->catalog);
   for (Candidate& c : *cands) {
     if (c.catalog_function < 0 || c.group < 0 || c.evidence.contains("beta")) continue;
     const auto fn = static_cast<size_t>(c.catalog_function);
@@ -200,10 +204,7 @@ void AttachBeta(const Frame& f, std::vector<Candidate>* cands) {
     const auto& members = (*f.groups)[static_cast<size_t>(c.group)].members;
     std::vector<size_t> culprit_members;
     for (const size_t m : members) {
-      const int rank = f.ds->ranks[m].rank();
-      if (std::find(c.rank_set.begin(), c.rank_set.end(), rank) != c.rank_set.end()) {
-        culprit_members.push_back(m);
-      }
+      if (OnCandidateRanks(f, c, m)) culprit_members.push_back(m);
     }
     const std::vector<bool> ran = SlotsWhereRan(f, culprit_members, c.catalog_function);
     const std::vector<size_t> members_of_subtree =
@@ -226,9 +227,7 @@ void AttachBeta(const Frame& f, std::vector<Candidate>* cands) {
         }
       }
       if (!known || iteration <= 0) continue;
-      const bool culprit = std::find(culprit_members.begin(), culprit_members.end(), m) !=
-                           culprit_members.end();
-      (culprit ? culprits : peers).push_back(critical / iteration);
+      (OnCandidateRanks(f, c, m) ? culprits : peers).push_back(critical / iteration);
     }
     if (culprits.empty()) continue;
     double sum = 0;

@@ -58,10 +58,7 @@ double Excess(const Frame& f, const Sides& s, int32_t fn, double* value, double*
 Sides SidesOf(const Frame& f, const Candidate& c) {
   Sides s;
   for (const size_t m : (*f.groups)[static_cast<size_t>(c.group)].members) {
-    const int rank = f.ds->ranks[m].rank();
-    (std::find(c.rank_set.begin(), c.rank_set.end(), rank) != c.rank_set.end() ? s.culprits
-                                                                               : s.peers)
-        .push_back(m);
+    (OnCandidateRanks(f, c, m) ? s.culprits : s.peers).push_back(m);
   }
   s.slots = SlotsWhereRan(f, s.culprits, c.catalog_function);
   return s;

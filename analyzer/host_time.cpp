@@ -52,10 +52,7 @@ bool CulpritsAndPeers(const Frame& f, const Candidate& c, PerSlot per_slot, Comp
       const double v = per_slot(*s);
       if (v < 0) continue;
       steps.push_back(s->MeanIterationNs());
-      const int rank = f.ds->ranks[m].rank();
-      const bool culprit =
-          std::find(c.rank_set.begin(), c.rank_set.end(), rank) != c.rank_set.end();
-      (culprit ? culprits : peers).push_back(v / s->iterations);
+      (OnCandidateRanks(f, c, m) ? culprits : peers).push_back(v / s->iterations);
     }
     if (culprits.empty() || peers.empty()) continue;
     double sum = 0;

@@ -158,6 +158,15 @@ Candidate ToCandidate(const Frame& f, const Finding& x) {
   return c;
 }
 
+}  // namespace
+
+bool OnCandidateRanks(const Frame& f, const Candidate& c, size_t rank_index) {
+  const int rank = f.ds->ranks[rank_index].rank();
+  return std::find(c.rank_set.begin(), c.rank_set.end(), rank) != c.rank_set.end();
+}
+
+namespace {
+
 bool Waits(const std::string& kind) { return kind == "collective" || kind == "sync"; }
 
 // The ranks that hold their group back: those that arrive late at collectives (C4), and those

@@ -64,6 +64,8 @@ std::vector<Candidate> RankCandidates(const Frame& frame, const std::vector<Find
 // A Python candidate flagged deep in a library names the first frame of the user's own code
 // (else the highest) whose inclusive time explains >= 80% of the deviation (depth.cpp).
 void LiftToUserDepth(const Frame& f, std::vector<Candidate>* cands);
+// Whether dataset rank `rank_index` is one of the candidate's ranks (rank.cpp).
+bool OnCandidateRanks(const Frame& f, const Candidate& c, size_t rank_index);
 
 // Each candidate's own critical-path share (beta: its critical time over the iteration time) on
 // its ranks, and its peers' median, where the windows carry critical-path time (critical.cpp).

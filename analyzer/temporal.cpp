@@ -44,16 +44,29 @@ double Level(const std::vector<double>& v, size_t from, size_t to) {
   return level;
 }
 
+// The levels of a series' earliest and latest thirds, and where the latest begins; false with
+// fewer than 3 slots.
+struct Thirds {
+  double base = 0, recent = 0;
+  size_t third = 0;
+};
+bool ThirdsOf(const std::vector<double>& v, Thirds* t) {
+  const size_t n = v.size();
+  if (n < 3) return false;
+  t->third = std::max<size_t>(1, n / 3);
+  t->base = Level(v, 0, t->third);
+  t->recent = Level(v, n - t->third, n);
+  return true;
+}
+
 void TestMetric(const Frame& f, int gi, int32_t fn, Aggregate agg, std::vector<Finding>* out) {
   const PeerGroup& g = (*f.groups)[static_cast<size_t>(gi)];
   const Series s = GroupSeries(f, g, fn, agg);
-  const size_t n = s.value.size();
-  if (n < 3) return;
-  const size_t third = std::max<size_t>(1, n / 3);
-  const double base = Level(s.value, 0, third);
-  const double recent = Level(s.value, n - third, n);
-  const double base_t = Level(s.iteration, 0, third);
-  const double recent_t = Level(s.iteration, n - third, n);
+  Thirds value, step;
+  if (!ThirdsOf(s.value, &value) || !ThirdsOf(s.iteration, &step)) return;
+  const size_t n = s.value.size(), third = value.third;
+  const double base = value.base, recent = value.recent;
+  const double base_t = step.base, recent_t = step.recent;
   const double change = recent - base;
   if (change <= std::max(0.01 * recent_t, 0.25 * base)) return;
   if (recent_t - base_t < 0.5 * change) return;
@@ -82,10 +95,8 @@ double RankChange(const Frame& f, size_t rank_index, int32_t fn, Aggregate agg) 
   for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {
     if (SlotAt(f, rank_index, k) != nullptr) v.push_back(MetricValue(f, rank_index, k, fn, agg));
   }
-  const size_t n = v.size();
-  if (n < 3) return 0;
-  const size_t third = std::max<size_t>(1, n / 3);
-  return Level(v, n - third, n) - Level(v, 0, third);
+  Thirds t;
+  return ThirdsOf(v, &t) ? t.recent - t.base : 0;
 }
 
 std::vector<Finding> DetectTemporal(const Frame& f) {
