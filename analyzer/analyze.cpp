@@ -23,28 +23,6 @@ struct Options {
   WindowSelection selection;
 };
 
-// --last, --since, --iterations; false and *error on a malformed value.
-bool ParseSelection(const std::string& flag, const std::string& value, WindowSelection* s,
-                    std::string* error) {
-  bool ok = false;
-  if (flag == "--last") {
-    ok = value.find_first_not_of("0123456789") == std::string::npos && !value.empty() &&
-         (s->last = std::strtoull(value.c_str(), nullptr, 10)) > 0;
-  } else if (flag == "--since") {
-    ok = ParseDuration(value, &s->since_ns);
-  } else {
-    ok = ParseIterations(value, s);
-  }
-  if (!ok) {
-    *error = "bad " + flag + " value '" + value + "' (" +
-             (flag == "--last"    ? std::string("a number of windows, at least 1")
-              : flag == "--since" ? std::string("a duration: 90s, 15m, 2h, 1d")
-                                  : std::string("A:B, A: or :B with A < B")) +
-             ")";
-  }
-  return ok;
-}
-
 // "INTRA[,INTER]" in GB/s; one number is both.
 bool ParseLinkGbps(const std::string& v, Options* o) {
   char* end = nullptr;
@@ -66,7 +44,7 @@ bool ParseOptions(std::span<const std::string> args, Options* o, std::string* er
       return false;
     }
     if (selects) {
-      if (!ParseSelection(a, args[i + 1], &o->selection, error)) return false;
+      if (!ParseSelectionFlag(a, args[i + 1], &o->selection, error)) return false;
       ++i;
     } else if (a == "--json")
       o->json_path = args[++i];

@@ -16,7 +16,12 @@ constexpr Command kCommands[] = {
      "analyze DIR [--json PATH|-] [--html PATH] [--top N] [--jobs N]\n"
      "                     [--last N] [--since DURATION] [--iterations A:B]\n"
      "                     [--link-gbps INTRA[,INTER]]\n"
-     "                             rank root-cause candidates across every rank under DIR"},
+     "                             rank root-cause candidates across every rank under DIR\n"
+     "                             (ring files *.ptr and reduced files *.ptrd)"},
+    {"reduce", ReduceCommand,
+     "reduce DIR -o FILE.ptrd [--jobs N] [--last N] [--since DURATION]\n"
+     "                     [--iterations A:B]\n"
+     "                             one node's ring files as one small file for analyze"},
     {"diff", DiffCommand,
      "diff BASE_DIR CUR_DIR [--threshold PCT] [--json PATH|-]\n"
      "                             regressions of CUR against BASE (exit 1 on one)"},

@@ -17,6 +17,7 @@ int RunCli(std::span<const std::string> args, std::ostream& out, std::ostream& e
 
 // Commands, one file each.
 int AnalyzeCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+int ReduceCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 int DiffCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 int ExportCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 int DumpCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err);

@@ -37,6 +37,11 @@ void Diagnostics::Merge(const Diagnostics& other) {
   }
 }
 
+void Diagnostics::AddMessage(const std::string& message) {
+  std::lock_guard lock(mu_);
+  if (messages_.size() < kMaxMessages) messages_.push_back(message);
+}
+
 uint64_t Diagnostics::Total() const {
   uint64_t total = 0;
   for (const uint64_t c : counts_) total += c;

@@ -14,7 +14,7 @@ namespace perftracker::analyzer {
 // X(enumerator, json name, what it means)
 #define PERFTRACKER_DIAGNOSTICS(X)                                                         \
   X(kUnreadable, "unreadable", "file could not be read")                                   \
-  X(kNotRingFile, "not_ring_file", "file is not a perftracker ring file")                  \
+  X(kNotRingFile, "not_ring_file", "file is not a perftracker ring or reduced file")       \
   X(kCorruptHeader, "corrupt_header", "ring file header failed its checks")                \
   X(kUnsupportedVersion, "unsupported_version", "ring file format this build cannot read") \
   X(kTruncatedTail, "truncated_tail", "file shorter than its header says")                 \
@@ -33,9 +33,11 @@ namespace perftracker::analyzer {
   X(kWorldSizeMismatch, "world_size_mismatch", "files disagree about the world size")      \
   X(kDroppedEvents, "dropped_events", "events the collector dropped (buffers full)")       \
   X(kDroppedFunctions, "dropped_functions", "functions that did not fit the table")        \
-  X(kDroppedWindows, "dropped_windows", "windows the collector could not store")          \
+  X(kDroppedWindows, "dropped_windows", "windows the collector could not store")           \
   X(kPythonUnrecorded, "python_unrecorded",                                                \
-    "windows missing Python functions (another tool's frame evaluator did not call ours)")
+    "windows missing Python functions (another tool's frame evaluator did not call ours)") \
+  X(kSelectionIgnored, "selection_ignored",                                                \
+    "reduced file: --last/--since/--iterations apply when reducing, not when analyzing")
 
 enum class Diagnostic : uint8_t {
 #define PERFTRACKER_ENUM(e, name, doc) e,
@@ -59,6 +61,8 @@ class Diagnostics {
   // each file its own Diagnostics and merges them in file order: the report's messages do not
   // depend on which reader thread finished first.
   void Merge(const Diagnostics& other);
+  // A message as messages() gives it (a reduced file's), kept if there is room.
+  void AddMessage(const std::string& message);
 
  private:
   mutable std::mutex mu_;

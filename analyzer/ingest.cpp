@@ -4,12 +4,15 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <set>
 #include <thread>
 
 #include "analyzer/align.h"
+#include "analyzer/reduced.h"
 
 namespace perftracker::analyzer {
 namespace {
@@ -29,7 +32,8 @@ std::vector<std::string> Discover(const std::string& root, std::string* error) {
   fs::recursive_directory_iterator it(root, options, ec), end;
   for (; !ec && it != end; it.increment(ec)) {
     std::error_code file_ec;
-    if (it->path().extension() == ".ptr" && it->is_regular_file(file_ec)) {
+    const auto extension = it->path().extension();
+    if ((extension == ".ptr" || extension == kReducedExtension) && it->is_regular_file(file_ec)) {
       files.push_back(it->path().string());
     }
   }
@@ -70,14 +74,6 @@ void CountDamage(const RankData& r, uint64_t undecodable, uint64_t deselected, D
   if (r.windows == 0 && deselected == 0) diags->Add(Diagnostic::kNoWindows, 1, r.path);
 }
 
-// What reading one file gives: its rank (none when unreadable), its own catalog and diagnostics.
-// Readers share nothing, so they never wait for each other; results merge in file order.
-struct FileResult {
-  std::optional<RankData> rank;
-  Catalog catalog;
-  Diagnostics diagnostics;
-};
-
 // The earliest end a window of this file may have under --since (0: no bound): the newest
 // record that passes its checks, less the duration.
 uint64_t SinceFrom(format::RingReader& reader, const WindowSelection& selection) {
@@ -98,7 +94,7 @@ uint64_t SinceFrom(format::RingReader& reader, const WindowSelection& selection)
 }
 
 void ReadRankFile(const std::string& path, const WindowSelection& selection,
-                  format::RingReader& reader, FileResult* out) {
+                  format::RingReader& reader, FileSet* out) {
   std::string message;
   if (!OpenOk(reader.OpenFile(path, &message), message, &out->diagnostics)) return;
   RankData r;
@@ -135,18 +131,67 @@ void ReadRankFile(const std::string& path, const WindowSelection& selection,
       first);
   r.stats = reader.contents().stats;
   CountDamage(r, undecodable, deselected + first, &out->diagnostics);
-  out->rank = std::move(r);
+  out->ranks.push_back(std::move(r));
+}
+
+bool ReadWhole(const std::string& path, std::vector<uint8_t>* bytes, std::string* error) {
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  FILE* f = ec ? nullptr : std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    *error = path + ": " + (ec ? ec.message() : std::strerror(errno));
+    return false;
+  }
+  bytes->resize(size);
+  const bool ok = std::fread(bytes->data(), 1, size, f) == size;
+  std::fclose(f);
+  if (!ok) *error = path + ": short read";
+  return ok;
+}
+
+// A node's reduced file: its ranks, catalog and diagnostics as `reduce` left them. Its windows
+// were selected when it was made; a selection now cannot apply and says so.
+void ReadReducedFile(const std::string& path, const WindowSelection& selection, FileSet* out) {
+  std::vector<uint8_t> bytes;
+  std::string error;
+  if (!ReadWhole(path, &bytes, &error)) {
+    out->diagnostics.Add(Diagnostic::kUnreadable, 1, error);
+    return;
+  }
+  const ReducedStatus status = DecodeReduced(bytes, out, &error);
+  static constexpr Diagnostic kFailures[] = {
+      Diagnostic::kNotRingFile,        Diagnostic::kNotRingFile,   Diagnostic::kCorruptHeader,
+      Diagnostic::kUnsupportedVersion, Diagnostic::kTruncatedTail, Diagnostic::kCrcMismatch};
+  if (status != ReducedStatus::kOk) {
+    out->diagnostics.Add(kFailures[static_cast<size_t>(status)], 1, path + ": " + error);
+    out->ranks.clear();  // counted as the one file it is
+    return;
+  }
+  if (!selection.everything()) out->diagnostics.Add(Diagnostic::kSelectionIgnored, 1, path);
+}
+
+bool LooksReduced(const std::string& path) {
+  if (path.ends_with(kReducedExtension)) return true;
+  uint8_t head[8] = {};
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return false;
+  const size_t n = std::fread(head, 1, sizeof head, f);
+  std::fclose(f);
+  return IsReduced({head, n});
 }
 
 // Merges one file's result into the dataset: its diagnostics, its catalog (renumbering its
-// rank's slots) and its rank.
-void MergeResult(FileResult* result, Dataset* ds, std::vector<RankData>* out) {
+// ranks' slots) and its ranks.
+void MergeResult(FileSet* result, Dataset* ds, std::vector<RankData>* out) {
   ds->diagnostics.Merge(result->diagnostics);
-  if (!result->rank) return;
+  ds->files += result->ring_files;
+  if (result->ranks.empty()) return;
   std::vector<uint32_t> fn_map, coll_map;
   ds->catalog.Merge(result->catalog, &fn_map, &coll_map);
-  result->rank->Remap(fn_map, coll_map);
-  out->push_back(std::move(*result->rank));
+  for (RankData& r : result->ranks) {
+    r.Remap(fn_map, coll_map);
+    out->push_back(std::move(r));
+  }
 }
 
 // Reads `files` on `threads` workers. Each file is folded against a catalog of its own; the
@@ -155,15 +200,21 @@ void MergeResult(FileResult* result, Dataset* ds, std::vector<RankData>* out) {
 // threads.
 std::vector<RankData> ReadAll(const std::vector<std::string>& files, const IngestOptions& options,
                               const WindowSelection& selection, Dataset* ds) {
-  std::vector<std::unique_ptr<FileResult>> results(files.size());  // guarded by mu
+  std::vector<std::unique_ptr<FileSet>> results(files.size());  // guarded by mu
   std::atomic<size_t> next{0};
   std::mutex mu;
   std::condition_variable cv;
   auto work = [&] {
     format::RingReader reader;  // one per thread: its file buffer is reused
     for (size_t i; (i = next.fetch_add(1)) < files.size();) {
-      auto result = std::make_unique<FileResult>();
-      ReadRankFile(files[i], selection, reader, result.get());
+      auto result = std::make_unique<FileSet>();
+      result->ring_files = 1;
+      // A file named on the command line is sniffed; under a directory, the extension tells.
+      if (files.size() == 1 ? LooksReduced(files[i]) : files[i].ends_with(kReducedExtension)) {
+        ReadReducedFile(files[i], selection, result.get());
+      } else {
+        ReadRankFile(files[i], selection, reader, result.get());
+      }
       std::lock_guard lock(mu);
       results[i] = std::move(result);
       cv.notify_one();
@@ -181,7 +232,7 @@ std::vector<RankData> ReadAll(const std::vector<std::string>& files, const Inges
   bool printed = false;
   std::vector<RankData> out;
   for (size_t merged = 0; merged < files.size();) {
-    std::unique_ptr<FileResult> ready;
+    std::unique_ptr<FileSet> ready;
     {
       std::unique_lock lock(mu);
       cv.wait_for(lock, std::chrono::milliseconds(250), [&] { return results[merged] != nullptr; });
@@ -268,21 +319,26 @@ void CountRanks(Dataset* ds) {
 
 }  // namespace
 
-std::unique_ptr<Dataset> Ingest(const std::string& root, const IngestOptions& options,
+std::vector<RankData> ReadFiles(const std::string& root, const IngestOptions& options, Dataset* ds,
                                 std::string* error, const WindowSelection& selection) {
   const std::vector<std::string> files = Discover(root, error);
   if (files.empty()) {
-    if (error->empty()) *error = root + ": no ring files (*.ptr) found";
-    return nullptr;
+    if (error->empty()) *error = root + ": no ring files (*.ptr) or reduced files (*.ptrd) found";
+    return {};
   }
-  auto ds = std::make_unique<Dataset>();
-  ds->files = files.size();
-  std::vector<RankData> all = ReadAll(files, options, selection, ds.get());
+  std::vector<RankData> all = ReadAll(files, options, selection, ds);
   if (all.empty()) {
     *error = root + ": none of " + std::to_string(files.size()) + " ring files is readable";
     if (!ds->diagnostics.messages().empty()) *error += " (" + ds->diagnostics.messages()[0] + ")";
-    return nullptr;
   }
+  return all;
+}
+
+std::unique_ptr<Dataset> Ingest(const std::string& root, const IngestOptions& options,
+                                std::string* error, const WindowSelection& selection) {
+  auto ds = std::make_unique<Dataset>();
+  std::vector<RankData> all = ReadFiles(root, options, ds.get(), error, selection);
+  if (all.empty()) return nullptr;
   PickPerRank(std::move(all), ds.get());
   CountRanks(ds.get());
   Align(ds.get());

@@ -17,6 +17,13 @@ struct IngestOptions {
   std::ostream* progress = nullptr;  // a progress line goes here when reading takes over 1 s
 };
 
+// Reads every ring file and reduced file under `root` (or `root` itself) into `ds` (its files,
+// catalog and diagnostics) and returns every rank read, unsettled: helpers, restarted and
+// duplicate ranks included (`reduce` keeps them all for the analysis that reads its output).
+// Empty and *error when `root` cannot be listed or nothing under it is readable.
+std::vector<RankData> ReadFiles(const std::string& root, const IngestOptions& options, Dataset* ds,
+                                std::string* error, const WindowSelection& selection = {});
+
 // Null and *error when `root` cannot be listed or holds no ring file at all; damaged files are
 // diagnostics in the result, never errors.
 // Only the windows `selection` names are folded in.

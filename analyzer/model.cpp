@@ -61,34 +61,41 @@ void Catalog::InternCollectives(const std::vector<format::CollectivePattern>& cs
   std::lock_guard lock(mu_);
   for (size_t i = 0; i < cs.size(); ++i) {
     const auto& c = cs[i];
-    const auto key =
-        std::make_tuple(c.comm_id, static_cast<uint8_t>(c.op), c.peer, c.bytes, c.name);
-    const auto [it, added] =
-        coll_index_.try_emplace(key, static_cast<uint32_t>(collectives_.size()));
-    if (added) collectives_.push_back({c.comm_id, c.comm_size, c.op, c.peer, c.bytes, c.name});
-    (*out)[i] = it->second;
+    (*out)[i] = InternLocked(CollectiveInfo{c.comm_id, c.comm_size, c.op, c.peer, c.bytes, c.name});
   }
+}
+
+uint32_t Catalog::InternLocked(const FunctionInfo& f) {
+  const auto [it, added] =
+      function_index_.try_emplace(f.id, static_cast<uint32_t>(functions_.size()));
+  if (added) functions_.push_back(f);
+  return it->second;
+}
+
+uint32_t Catalog::InternLocked(const CollectiveInfo& c) {
+  const auto key = std::make_tuple(c.comm_id, static_cast<uint8_t>(c.op), c.peer, c.bytes, c.name);
+  const auto [it, added] = coll_index_.try_emplace(key, static_cast<uint32_t>(collectives_.size()));
+  if (added) collectives_.push_back(c);
+  return it->second;
+}
+
+uint32_t Catalog::Intern(const FunctionInfo& f) {
+  std::lock_guard lock(mu_);
+  return InternLocked(f);
+}
+
+uint32_t Catalog::Intern(const CollectiveInfo& c) {
+  std::lock_guard lock(mu_);
+  return InternLocked(c);
 }
 
 void Catalog::Merge(const Catalog& other, std::vector<uint32_t>* fn_map,
                     std::vector<uint32_t>* coll_map) {
   std::lock_guard lock(mu_);  // `other` is complete: nothing interns into it any more
   fn_map->clear();
-  for (const FunctionInfo& f : other.functions_) {
-    const auto [it, added] =
-        function_index_.try_emplace(f.id, static_cast<uint32_t>(functions_.size()));
-    if (added) functions_.push_back(f);
-    fn_map->push_back(it->second);
-  }
+  for (const FunctionInfo& f : other.functions_) fn_map->push_back(InternLocked(f));
   coll_map->clear();
-  for (const CollectiveInfo& c : other.collectives_) {
-    const auto key =
-        std::make_tuple(c.comm_id, static_cast<uint8_t>(c.op), c.peer, c.bytes, c.name);
-    const auto [it, added] =
-        coll_index_.try_emplace(key, static_cast<uint32_t>(collectives_.size()));
-    if (added) collectives_.push_back(c);
-    coll_map->push_back(it->second);
-  }
+  for (const CollectiveInfo& c : other.collectives_) coll_map->push_back(InternLocked(c));
 }
 
 template <typename T>

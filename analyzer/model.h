@@ -58,6 +58,9 @@ class Catalog {
   // file against a catalog of its own and merges them in file order, so indices do not depend on
   // thread timing. Nothing may intern into `other` meanwhile.
   void Merge(const Catalog& other, std::vector<uint32_t>* fn_map, std::vector<uint32_t>* coll_map);
+  // Interns one function or collective (a reduced file's catalog); returns its index.
+  uint32_t Intern(const FunctionInfo& f);
+  uint32_t Intern(const CollectiveInfo& c);
   // Only once ingest is over (no locking).
   const std::vector<FunctionInfo>& functions() const { return functions_; }
   // Catalog index of a function id, -1 when no window named it.
@@ -73,6 +76,9 @@ class Catalog {
   std::unordered_map<uint64_t, uint32_t> function_index_;
   std::vector<CollectiveInfo> collectives_;
   std::map<std::tuple<uint64_t, uint8_t, int32_t, uint64_t, std::string>, uint32_t> coll_index_;
+
+  uint32_t InternLocked(const FunctionInfo& f);
+  uint32_t InternLocked(const CollectiveInfo& c);
 };
 
 // Sums over the windows of a slot.
@@ -141,6 +147,16 @@ struct RankData {
   Slot* FindSlot(uint64_t key) {
     return const_cast<Slot*>(static_cast<const RankData*>(this)->FindSlot(key));
   }
+};
+
+// What reading some files gives before the analysis settles it: every rank read (helpers and
+// restarted ranks included), the catalog their slots index, and what reading found. One file's
+// worth per reader thread in ingest; a node's in a reduced file (reduced.h).
+struct FileSet {
+  uint64_t ring_files = 0;  // a reduced file counts the ring files it was made of
+  std::vector<RankData> ranks;
+  Catalog catalog;
+  Diagnostics diagnostics;
 };
 
 struct Dataset {

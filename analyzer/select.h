@@ -18,12 +18,21 @@ struct WindowSelection {
   uint64_t since_ns = 0;    // > 0: windows that end at most this long before the rank's newest
   uint64_t iter_begin = 0;  // windows whose first iteration is in [iter_begin, iter_end)
   uint64_t iter_end = std::numeric_limits<uint64_t>::max();
+  bool everything() const {
+    return last == 0 && since_ns == 0 && iter_begin == 0 &&
+           iter_end == std::numeric_limits<uint64_t>::max();
+  }
 };
 
 // Parses "90s", "15m", "2h", "1d", "500ms" or plain seconds ("30", "2.5") into nanoseconds.
 bool ParseDuration(const std::string& text, uint64_t* ns);
 // Parses "A:B" (iterations A to B - 1), "A:" (from A on) or ":B" (before B), with A < B.
 bool ParseIterations(const std::string& text, WindowSelection* selection);
+
+// One of --last N, --since DURATION, --iterations A:B and its value into *selection; false and
+// a one-line *error naming the flag and what it wants.
+bool ParseSelectionFlag(const std::string& flag, const std::string& value,
+                        WindowSelection* selection, std::string* error);
 
 // The wall-clock time a window ended (its real start plus its monotonic length).
 inline uint64_t WindowEndRealNs(const format::Window& w) {

@@ -27,6 +27,10 @@ struct Args {
   int windows = 3;
   uint64_t ring_mb = 4;
   int jobs = 0;  // writer threads; 0: one per core
+  // Only the ranks of hosts [first_host, end_host): a job larger than the disk is written and
+  // reduced a slice of hosts at a time (test/bench/analyze_scale.py --reduced).
+  int first_host = 0;
+  int end_host = 1 << 30;
   perftracker::synthetic::JobShape shape;
 };
 
@@ -37,8 +41,9 @@ int Usage() {
       "                       [--windows N] [--functions N] [--collectives N]\n"
       "                       [--ring-mb N] [--jobs N] [--seed S] [--slow-rank R --slow-factor X]\n"
       "                       [--iterations N] [--iteration-ms MS] [--jitter J] [--run-seed S]\n"
-      "                       [--stages N] [--p2p-ring] [--net-links] [--fault NAME] [--fault-rank R]\n"
-      "                       [--fault-peer R] [--fault-factor X] [--fault-from-window W]\n"
+      "                       [--stages N] [--p2p-ring] [--net-links] [--fault NAME]\n"
+      "                       [--fault-rank R] [--fault-peer R] [--fault-factor X]\n"
+      "                       [--fault-from-window W] [--hosts A:B]\n"
       "faults: none slow-gpu slow-link slow-node-links slow-pcie slow-dataloader\n"
       "        host-sync gc cpu-contention hang comm-hang\n");
   return 2;
@@ -73,7 +78,13 @@ bool ParseArgs(int argc, char** argv, Args* a) {
       a->shape.collectives = std::atoi(v);
     else if (flag == "--jobs")
       a->jobs = std::atoi(v);
-    else if (flag == "--ring-mb")
+    else if (flag == "--hosts") {
+      char* end = nullptr;
+      a->first_host = static_cast<int>(std::strtol(v, &end, 10));
+      if (*end != ':') return false;
+      a->end_host = static_cast<int>(std::strtol(end + 1, &end, 10));
+      if (*end != '\0' || a->first_host < 0 || a->end_host <= a->first_host) return false;
+    } else if (flag == "--ring-mb")
       a->ring_mb = std::strtoull(v, nullptr, 10);
     else if (flag == "--seed")
       a->shape.seed = std::strtoull(v, nullptr, 10);
@@ -162,19 +173,23 @@ int main(int argc, char** argv) {
       args.shape, args.ranks, static_cast<uint64_t>(std::min(args.windows, kPlannedWindows)));
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const int threads = std::min(args.ranks, args.jobs > 0 ? args.jobs : static_cast<int>(cores));
-  std::atomic<int> next{0};
+  const int first_rank = static_cast<int>(
+      std::min<int64_t>(int64_t{args.first_host} * args.ranks_per_host, args.ranks));
+  const int end_rank =
+      static_cast<int>(std::min<int64_t>(int64_t{args.end_host} * args.ranks_per_host, args.ranks));
+  std::atomic<int> next{first_rank};
   std::atomic<bool> failed{false};
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&] {
-      for (int r; !failed.load() && (r = next.fetch_add(1)) < args.ranks;) {
+      for (int r; !failed.load() && (r = next.fetch_add(1)) < end_rank;) {
         if (!WriteRank(args, plan, r)) failed.store(true);
       }
     });
   }
   for (std::thread& t : workers) t.join();
   if (failed.load()) return 1;
-  std::printf("wrote %d ranks x %d windows under %s/%s\n", args.ranks, args.windows,
+  std::printf("wrote %d ranks x %d windows under %s/%s\n", end_rank - first_rank, args.windows,
               args.dir.c_str(), args.job.c_str());
   return 0;
 }

@@ -69,7 +69,7 @@ else
 fi
 
 echo "== fuzz targets (libFuzzer, bounded runs)"
-if CC=clang CXX=clang++ targets="fuzz_seeds ring_reader_fuzz window_decode_fuzz" build build-fuzz -DPERFTRACKER_FUZZ=ON -DPERFTRACKER_SIMGPU=OFF \
+if CC=clang CXX=clang++ targets="fuzz_seeds ring_reader_fuzz window_decode_fuzz reduced_decode_fuzz" build build-fuzz -DPERFTRACKER_FUZZ=ON -DPERFTRACKER_SIMGPU=OFF \
      -DPERFTRACKER_BENCHMARKS=OFF -DPERFTRACKER_SANITIZE=address,undefined; then
   run_ctest build-fuzz -L fuzz
 else

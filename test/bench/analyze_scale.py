@@ -2,7 +2,7 @@
 """perftracker analyze at cluster scale (issue 17): generate, analyze, print the figures.
 
   analyze_scale.py --build BUILD [--ranks 64,256,1024] [--huge] [--windows 120] [--jobs N]
-                   [--keep DIR]
+                   [--keep DIR] [--reduced NODES]
 
 For each rank count: perftracker-gen writes RANKS x WINDOWS windows of a job at the generator's
 defaults (2,000 functions, 50 collectives, 20 iterations a window) with one slow GPU (rank
@@ -12,6 +12,11 @@ seconds (wall, CPU), analyze peak RSS (MiB), windows analyzed per (wall) second,
 be, at every size). --huge adds 16,384 ranks (160 GiB of ring files for 120 windows).
 Targets (issue 17, 2 cores): 1,024 x 120 analyzed in <= 10 s and <= 2 GiB; 16,384 x 120 in
 <= 3 min and <= 8 GiB; 1,024 x 120 generated in <= 2 min.
+--reduced NODES: the cluster path instead (issue 17 item 3): NODES nodes of 8 ranks, written a
+slice of hosts at a time (perftracker-gen --hosts), each node reduced (`perftracker reduce`) and
+its rings deleted, then `analyze` on the reduced files. Printed: reduce seconds and bytes per
+node, analyze seconds, CPU, peak RSS; and the bytes one node gathers per hour of training (8
+ranks, the windows of one hour at the generator's step time, reduced).
 Not a test: it takes minutes and needs gigabytes of scratch space (TMPDIR or --keep).
 """
 
@@ -53,15 +58,12 @@ def ring_mb(windows):
 
 
 def measure(build, ranks, windows, jobs, scratch):
-    gen = os.path.join(build, "tools", "perftracker-gen")
     perftracker = os.path.join(build, "analyzer", "perftracker")
     slow = ranks // 3
     out_dir = os.path.join(scratch, f"ranks-{ranks}")
     shutil.rmtree(out_dir, ignore_errors=True)
     jobs_args = ["--jobs", str(jobs)] if jobs else []
-    gen_s, gen_cpu, _, _ = run_measured([gen, "--dir", out_dir, "--ranks", str(ranks), "--windows",
-                                str(windows), "--slow-rank", str(slow), "--slow-factor", "1.3",
-                                "--ring-mb", str(ring_mb(windows))] + jobs_args)
+    gen_s, gen_cpu, _, _ = run_measured(gen_cmd(build, out_dir, ranks, windows, slow, jobs_args))
     analyze_s, analyze_cpu, rss_mib, report = run_measured(
         [perftracker, "analyze", out_dir, "--json", "-", "--top", "3"] + jobs_args)
     first = json.loads(report)["candidates"][0]["rank_set"] if report else []
@@ -72,6 +74,75 @@ def measure(build, ranks, windows, jobs, scratch):
             "slow_first": first == [slow]}
 
 
+def gen_cmd(build, out_dir, ranks, windows, slow, jobs_args, extra=()):
+    return [os.path.join(build, "tools", "perftracker-gen"), "--dir", out_dir, "--ranks",
+            str(ranks), "--windows", str(windows), "--slow-rank", str(slow), "--slow-factor", "1.3",
+            "--ring-mb", str(ring_mb(windows))] + jobs_args + list(extra)
+
+
+def measure_reduced(build, nodes, windows, jobs, scratch, slice_hosts=16):
+    """Generates NODES x 8 ranks a slice of hosts at a time, reduces each node, then analyzes."""
+    perftracker = os.path.join(build, "analyzer", "perftracker")
+    ranks = nodes * 8
+    slow = ranks // 3
+    jobs_args = ["--jobs", str(jobs)] if jobs else []
+    raw = os.path.join(scratch, "raw")
+    gathered = os.path.join(scratch, f"reduced-{nodes}")
+    shutil.rmtree(gathered, ignore_errors=True)
+    os.makedirs(gathered)
+    reduce_s = reduce_cpu = 0.0
+    for first in range(0, nodes, slice_hosts):
+        shutil.rmtree(raw, ignore_errors=True)
+        run_measured(gen_cmd(build, raw, ranks, windows, slow, jobs_args,
+                             ["--ranks-per-host", "8", "--hosts",
+                              f"{first}:{min(nodes, first + slice_hosts)}"]))
+        for host in sorted(os.listdir(os.path.join(raw, "synthetic"))):
+            s, cpu, _, _ = run_measured([perftracker, "reduce", os.path.join(raw, "synthetic", host),
+                                         "-o", os.path.join(gathered, host + ".ptrd")] + jobs_args)
+            reduce_s += s
+            reduce_cpu += cpu
+    shutil.rmtree(raw, ignore_errors=True)
+    node_bytes = sum(os.path.getsize(os.path.join(gathered, f)) for f in os.listdir(gathered))
+    analyze_s, analyze_cpu, rss_mib, report = run_measured(
+        [perftracker, "analyze", gathered, "--json", "-", "--top", "3"] + jobs_args)
+    first = json.loads(report)["candidates"][0]["rank_set"] if report else []
+    shutil.rmtree(gathered, ignore_errors=True)
+    return {"nodes": nodes, "ranks": ranks, "reduce_s": reduce_s / nodes,
+            "reduce_cpu": reduce_cpu / nodes, "node_kb": node_bytes / nodes / 1024,
+            "analyze_s": analyze_s, "analyze_cpu": analyze_cpu, "rss_mib": rss_mib,
+            "slow_first": first == [slow]}
+
+
+def hourly_bytes(build, scratch, jobs):
+    """Bytes one node of 8 ranks gathers for an hour of training: the generator's windows of 20
+    iterations at its ~574 ms step are 11.5 s long, 313 to the hour."""
+    windows = 313
+    raw = os.path.join(scratch, "hour")
+    shutil.rmtree(raw, ignore_errors=True)
+    jobs_args = ["--jobs", str(jobs)] if jobs else []
+    run_measured(gen_cmd(build, raw, 8, windows, 3, jobs_args, ["--ranks-per-host", "8"]))
+    rings = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(raw) for f in fs)
+    out = os.path.join(scratch, "hour.ptrd")
+    run_measured([os.path.join(build, "analyzer", "perftracker"), "reduce", raw, "-o", out])
+    reduced = os.path.getsize(out)
+    shutil.rmtree(raw, ignore_errors=True)
+    os.remove(out)
+    return rings, reduced
+
+
+def main_reduced(args, scratch):
+    rings, reduced = hourly_bytes(args.build, scratch, args.jobs)
+    print(f"one node (8 ranks), one hour (313 windows): ring files {rings / 2**20:.1f} MiB, "
+          f"reduced {reduced / 2**20:.2f} MiB to gather", flush=True)
+    m = measure_reduced(args.build, args.reduced, args.windows, args.jobs, scratch)
+    print(f"{'nodes':>6} {'ranks':>6} {'reduce s/node':>13} {'cpu s/node':>10} {'KiB/node':>9} "
+          f"{'analyze s':>9} {'cpu s':>7} {'peak MiB':>9} slow rank first")
+    print(f"{m['nodes']:>6} {m['ranks']:>6} {m['reduce_s']:>13.2f} {m['reduce_cpu']:>10.2f} "
+          f"{m['node_kb']:>9.0f} {m['analyze_s']:>9.2f} {m['analyze_cpu']:>7.2f} "
+          f"{m['rss_mib']:>9.0f} {'yes' if m['slow_first'] else 'NO'}", flush=True)
+    return 0 if m["slow_first"] else 1
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", required=True, help="CMake build directory")
@@ -80,12 +151,20 @@ def main():
     parser.add_argument("--windows", type=int, default=120)
     parser.add_argument("--jobs", type=int, default=0, help="threads for both (default: cores)")
     parser.add_argument("--keep", help="scratch directory (default: a temporary one)")
+    parser.add_argument("--reduced", type=int, metavar="NODES",
+                        help="the reduce path: NODES nodes of 8 ranks, reduced, then analyzed")
     args = parser.parse_args()
     sizes = [int(r) for r in args.ranks.split(",") if r]
     if args.huge:
         sizes.append(16384)
     scratch = args.keep or tempfile.mkdtemp(prefix="analyze-scale-")
     os.makedirs(scratch, exist_ok=True)
+    if args.reduced:
+        try:
+            return main_reduced(args, scratch)
+        finally:
+            if not args.keep:
+                shutil.rmtree(scratch, ignore_errors=True)
     print(f"{'ranks':>6} {'windows':>7} {'gen s':>8} {'gen cpu s':>9} {'analyze s':>9} "
           f"{'cpu s':>7} {'peak MiB':>9} {'windows/s':>10} slow rank first")
     ok = True

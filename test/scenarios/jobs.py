@@ -36,6 +36,7 @@ class Tools:
         self.build = os.path.abspath(build)
         self.lib = lib or os.path.join(self.build, "preload", "libperftracker.so")
         self.cli = os.path.join(self.build, "analyzer", "perftracker")
+        self.gen = os.path.join(self.build, "tools", "perftracker-gen")
 
     def analyze(self, job_dir, min_score=None, extra=()):
         cmd = [self.cli, "analyze", job_dir, "--json", "-", "--top", "20"] + list(extra)

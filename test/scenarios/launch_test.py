@@ -4,8 +4,13 @@
   torchrun  torchrun.sh runs the real-torch job: one ring file per rank
   slurm     slurm.sbatch under a fake `srun` that runs each node's command locally, in its own
             UTS namespace (hostname nodeK) with its own node-local TMPDIR; the gathered
-            directory holds every rank of both nodes and the analyzer reads it
-  k8s       pytorchjob.yaml parses as YAML and has the fields the recipe depends on
+            directory holds one reduced file per node and the analyzer reads every rank
+  k8s       pytorchjob.yaml and reduce_daemonset.yaml parse as YAML and have the fields the
+            recipes depend on (the DaemonSet mounts the job's hostPath); the DaemonSet's script
+            runs for real on one node's rings and leaves its reduced file
+  nodes     reduce_nodes.sh through a fake pdsh and a fake ssh (each host a UTS namespace with
+            its own TMPDIR holding perftracker-gen rings): one reduced file per host, and the
+            analyzer names the generated slow rank
   ci        ci_perf_gate.sh on sim_train: clean vs clean exits 0, clean vs slowed exits 1
 
   launch_test.py --build BUILD CASE
@@ -22,6 +27,32 @@ import jobs
 
 LAUNCH = os.path.join(jobs.REPO, "examples", "launch")
 DDP_JOB = os.path.join(jobs.HERE, "torch_ddp_job.py")
+
+# Runs "$@" as host $1: its own UTS namespace (hostname) and node-local TMPDIR under the fake
+# cluster's root. The fake ssh and pdsh below are built on it.
+AS_HOST = """#!/bin/bash
+host=$1; shift
+mkdir -p "$FAKE_CLUSTER_ROOT/$host-tmp"
+TMPDIR="$FAKE_CLUSTER_ROOT/$host-tmp" exec unshare --uts sh -c 'hostname "$0" && exec sh -c "$1"' \\
+  "$host" "$*"
+"""
+# ssh [-o OPT]... HOST COMMAND
+SSH = """#!/bin/bash
+while [[ $1 == -* ]]; do shift 2; done
+exec "$(dirname "$0")/as-host" "$@"
+"""
+# pdsh [-f N] -w HOST,HOST... COMMAND: every host at once, output prefixed "host: "
+PDSH = """#!/bin/bash
+while [[ $1 == -* ]]; do
+  [[ $1 == -w ]] && hosts=$2
+  shift 2
+done
+IFS=, read -ra list <<< "$hosts"
+for h in "${list[@]}"; do
+  "$(dirname "$0")/as-host" "$h" "$@" 2>&1 | sed "s/^/$h: /" &
+done
+wait
+"""
 
 # A fake srun: runs "$@" once per node, in parallel, each as its own host with its own /tmp.
 SRUN = """#!/bin/bash
@@ -79,13 +110,12 @@ def case_slurm(tools, tmp):
                        env=env, capture_output=True, text=True, timeout=300, cwd=tmp)
     hosts = sorted(os.listdir(os.path.join(tmp, "gathered", "4242"))) \
         if os.path.isdir(os.path.join(tmp, "gathered", "4242")) else []
-    files = glob.glob(os.path.join(tmp, "gathered", "4242", "*", "rank-*.ptr"))
-    if p.returncode != 0 or hosts != ["node0", "node1"] or len(files) != 4:
-        fail(f"slurm.sbatch exit {p.returncode}, hosts {hosts}, files {files}\n"
+    if p.returncode != 0 or hosts != ["node0.ptrd", "node1.ptrd"]:
+        fail(f"slurm.sbatch exit {p.returncode}, gathered {hosts}\n"
              f"{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
-    if "4/4 ranks" not in p.stdout:
+    if "4/4 ranks, 4 files" not in p.stdout:
         fail(f"the analyzer did not read 4 ranks:\n{p.stdout[-1500:]}")
-    return "2 nodes x 2 ranks gathered from node-local dirs, analyzed"
+    return "2 nodes x 2 ranks reduced on their nodes, gathered, analyzed"
 
 
 def case_k8s(tools, tmp):
@@ -103,7 +133,91 @@ def case_k8s(tools, tmp):
                 and env["PERFTRACKER_DIR"]["value"] == mount["perftracker"]
                 and "hostPath" in vols["perftracker"] and "PERFTRACKER_JOB_ID" in env):
             fail(f"{role}: missing preload, output dir or node-local volume")
-    return "PyTorchJob: preload, job id, node-local hostPath output"
+    host_path = vols["perftracker"]["hostPath"]["path"]
+
+    with open(os.path.join(LAUNCH, "reduce_daemonset.yaml")) as f:
+        ds = yaml.safe_load(f.read().replace("${JOB}", "gen"))
+    pod = ds["spec"]["template"]["spec"]
+    c = pod["containers"][0]
+    env = {e["name"]: e for e in c["env"]}
+    mount = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+    vols = {v["name"]: v for v in pod["volumes"]}
+    if not (ds["kind"] == "DaemonSet" and vols["perftracker"]["hostPath"]["path"] == host_path
+            and env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+            and env["JOB"]["value"] == "gen" and "persistentVolumeClaim" in vols["gather"]):
+        fail("DaemonSet: not on the job's hostPath, or without node name, job or shared volume")
+    # The pod's script, for real, on one node's rings: the mounts become local directories.
+    root = os.path.join(tmp, "cluster")
+    write_rings(tools, root, 1, 4, slow_rank=2)
+    local = os.path.join(root, "node0-tmp", f"perftracker-{os.getuid()}")
+    gather = os.path.join(tmp, "gather")
+    script = (c["args"][0].replace("/opt/perftracker/bin/perftracker", tools.cli)
+              .replace(mount["perftracker"] + "/", local + "/")
+              .replace(mount["gather"] + "/", gather + "/"))
+    p = subprocess.Popen(c["command"] + [script], env={**base_env(tools), "JOB": "gen",
+                                                       "NODE_NAME": "node0"},
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output = []
+    for line in p.stdout:  # the pod then sleeps until the DaemonSet is deleted
+        output.append(line)
+        if line.strip() == "reduced":
+            break
+    p.kill()
+    p.wait()
+    reduced = os.path.join(gather, "gen", "node0.ptrd")
+    a = subprocess.run([tools.cli, "analyze", reduced], capture_output=True, text=True)
+    if not os.path.exists(reduced) or "4/4 ranks" not in a.stdout:
+        fail(f"DaemonSet script left no analyzable {reduced}:\n{''.join(output)}\n{a.stdout}")
+    return ("PyTorchJob: preload, job id, node-local hostPath output; reduce DaemonSet on that "
+            "hostPath, its script reduced one node's 4 ranks")
+
+
+def write_rings(tools, root, hosts, ranks_per_host, slow_rank):
+    stage = os.path.join(root, "stage")
+    subprocess.run([tools.gen, "--dir", stage, "--job", "gen", "--ranks",
+                    str(hosts * ranks_per_host), "--ranks-per-host", str(ranks_per_host),
+                    "--windows", "12", "--functions", "300", "--slow-rank", str(slow_rank),
+                    "--slow-factor", "1.3"], check=True, capture_output=True)
+    for h in range(hosts):
+        local = os.path.join(root, f"node{h}-tmp", f"perftracker-{os.getuid()}", "gen")
+        os.makedirs(local)
+        os.rename(os.path.join(stage, "gen", f"node{h}"), os.path.join(local, f"node{h}"))
+
+
+def fake_bin(tmp, scripts):
+    bindir = os.path.join(tmp, "bin")
+    os.makedirs(bindir, exist_ok=True)
+    for name, text in scripts.items():
+        with open(os.path.join(bindir, name), "w") as f:
+            f.write(text)
+        os.chmod(os.path.join(bindir, name), 0o755)
+    return bindir
+
+
+def case_nodes(tools, tmp):
+    root = os.path.join(tmp, "cluster")
+    write_rings(tools, root, 3, 4, slow_rank=6)
+    bindir = fake_bin(tmp, {"as-host": AS_HOST, "ssh": SSH, "pdsh": PDSH})
+    results = []
+    for shell in ("pdsh", "ssh"):
+        gather = os.path.join(tmp, "gathered-" + shell)
+        env = base_env(tools)
+        env.update({"PATH": bindir + ":" + env["PATH"], "FAKE_CLUSTER_ROOT": root,
+                    "REMOTE_SHELL": shell, "PERFTRACKER_BIN": tools.cli,
+                    "PERFTRACKER_ANALYZER": tools.cli})
+        p = subprocess.run([os.path.join(LAUNCH, "reduce_nodes.sh"), "node0,node1,node2", "gen",
+                            gather], env=env, capture_output=True, text=True, timeout=300)
+        got = sorted(os.listdir(os.path.join(gather, "gen"))) \
+            if os.path.isdir(os.path.join(gather, "gen")) else []
+        if p.returncode != 0 or got != ["node0.ptrd", "node1.ptrd", "node2.ptrd"]:
+            fail(f"{shell}: reduce_nodes.sh exit {p.returncode}, gathered {got}\n"
+                 f"{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
+        lines = p.stdout.splitlines()
+        first = next((l for l in lines if l.lstrip().startswith("1 ")), "")
+        if "12/12 ranks, 12 files" not in p.stdout or first.split()[5:6] != ["6"]:
+            fail(f"{shell}: the analyzer did not read 12 ranks and name rank 6:\n{p.stdout[-2000:]}")
+        results.append(shell)
+    return "3 hosts x 4 ranks reduced through " + " and ".join(results) + "; slow rank 6 named"
 
 
 def case_ci(tools, tmp):
@@ -132,7 +246,7 @@ def case_ci(tools, tmp):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
-    ap.add_argument("case", choices=("torchrun", "slurm", "k8s", "ci"))
+    ap.add_argument("case", choices=("torchrun", "slurm", "k8s", "nodes", "ci"))
     args = ap.parse_args()
     tools = jobs.Tools(args.build)
     with tempfile.TemporaryDirectory(prefix="perftracker-launch.") as tmp:
