@@ -15,6 +15,7 @@
 
 #include "analyzer/cli.h"
 #include "analyzer/ingest.h"
+#include "analyzer/progress.h"
 #include "analyzer/report.h"
 #include "analyzer/stats.h"
 
@@ -193,8 +194,8 @@ int DiffCommand(std::span<const std::string> args, std::ostream& out, std::ostre
         << " (usage: perftracker diff BASE_DIR CUR_DIR [--threshold PCT] [--json PATH|-])\n";
     return kExitUsage;
   }
-  auto base = Ingest(o.base, {0, &err}, &error);
-  auto cur = base ? Ingest(o.cur, {0, &err}, &error) : nullptr;
+  auto base = Ingest(o.base, {0, TerminalOrNull(err)}, &error);
+  auto cur = base ? Ingest(o.cur, {0, TerminalOrNull(err)}, &error) : nullptr;
   if (!base || !cur) {
     err << "perftracker: " << error << "\n";
     return kExitUsage;
