@@ -6,6 +6,7 @@
 
 #include "analyzer/cli.h"
 #include "analyzer/ingest.h"
+#include "analyzer/progress.h"
 #include "analyzer/report.h"
 #include "analyzer/stats.h"
 
@@ -210,7 +211,7 @@ int AnalyzeCommand(std::span<const std::string> args, std::ostream& out, std::os
            " [--last N] [--since DURATION] [--iterations A:B] [--link-gbps INTRA[,INTER]])\n";
     return kExitUsage;
   }
-  auto ds = Ingest(o.dir, {o.threads, &err}, &error, o.selection);
+  auto ds = Ingest(o.dir, {o.threads, TerminalOrNull(err)}, &error, o.selection);
   if (!ds) {
     err << "perftracker: " << error << "\n";
     return kExitUsage;

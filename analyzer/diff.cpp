@@ -7,14 +7,18 @@
 // 1% of the base), AND by at least 0.5% of the base step time (functions that cost nothing do not
 // fail builds). Functions are joined by their stable id, collectives by (op, bytes, communicator
 // size, point-to-point or not): communicator ids differ between runs.
-// Exit 1 on a regression, 0 otherwise, 2 on usage or unreadable input.
+// Beside them, the causes: the analysis `analyze` runs, on both runs, and the candidates that are
+// new or grew in CUR (diff_causes.h), printed first. They explain regressions and never change
+// the exit status: 1 on a regression, 0 otherwise, 2 on usage or unreadable input.
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
 
 #include "analyzer/cli.h"
+#include "analyzer/diff_causes.h"
 #include "analyzer/ingest.h"
+#include "analyzer/progress.h"
 #include "analyzer/report.h"
 #include "analyzer/stats.h"
 
@@ -161,10 +165,11 @@ Json ChangeJson(const Change& c) {
           {"noise", c.noise * 1e-9}};
 }
 
-void PrintChanges(const std::vector<Change>& regs, const DiffOptions& o, const Profile& b,
-                  const Profile& c, std::ostream& out) {
+void PrintChanges(const std::vector<Change>& regs, const std::vector<Cause>& causes,
+                  const DiffOptions& o, const Profile& b, const Profile& c, std::ostream& out) {
   out << "perftracker diff: base " << b.ranks << " ranks, step " << FormatSeconds(b.step_ns * 1e-9)
       << "; current " << c.ranks << " ranks, step " << FormatSeconds(c.step_ns * 1e-9) << "\n";
+  PrintCauses(causes, out);
   if (regs.empty()) {
     out << "no regression beyond " << o.threshold_pct << "% and the runs' noise\n";
     return;
@@ -193,13 +198,19 @@ int DiffCommand(std::span<const std::string> args, std::ostream& out, std::ostre
         << " (usage: perftracker diff BASE_DIR CUR_DIR [--threshold PCT] [--json PATH|-])\n";
     return kExitUsage;
   }
-  auto base = Ingest(o.base, {0, &err}, &error);
-  auto cur = base ? Ingest(o.cur, {0, &err}, &error) : nullptr;
+  auto base = Ingest(o.base, {0, TerminalOrNull(err)}, &error);
+  auto cur = base ? Ingest(o.cur, {0, TerminalOrNull(err)}, &error) : nullptr;
   if (!base || !cur) {
     err << "perftracker: " << error << "\n";
     return kExitUsage;
   }
   const Profile b = MakeProfile(*base), c = MakeProfile(*cur);
+  Thresholds every;  // BASE without the score bar: a match for what CUR reports above it
+  every.min_score = 0;
+  const Thresholds usual;
+  const std::vector<Cause> causes =
+      NewOrGrownCauses(Analyze(std::move(base), every).candidates,
+                       Analyze(std::move(cur), usual).candidates, o.threshold_pct, usual.min_score);
   std::vector<Change> regs, improvements;
   for (const auto& [key, metric] : b.metrics) {
     const auto it = c.metrics.find(key);
@@ -213,11 +224,12 @@ int DiffCommand(std::span<const std::string> args, std::ostream& out, std::ostre
   };
   std::sort(regs.begin(), regs.end(), by_size);
   std::sort(improvements.begin(), improvements.end(), by_size);
-  Json j = {{"schema", 1},
+  Json j = {{"schema", 2},
             {"threshold_pct", o.threshold_pct},
             {"regression", !regs.empty()},
             {"base", {{"dir", o.base}, {"ranks", b.ranks}, {"step_s", b.step_ns * 1e-9}}},
             {"current", {{"dir", o.cur}, {"ranks", c.ranks}, {"step_s", c.step_ns * 1e-9}}},
+            {"causes", CausesJson(causes)},
             {"regressions", Json::array()},
             {"improvements", Json::array()}};
   for (const Change& r : regs) j["regressions"].push_back(ChangeJson(r));
@@ -233,7 +245,7 @@ int DiffCommand(std::span<const std::string> args, std::ostream& out, std::ostre
         return kExitUsage;
       }
     }
-    PrintChanges(regs, o, b, c, out);
+    PrintChanges(regs, causes, o, b, c, out);
   }
   return regs.empty() ? kExitOk : kExitRegression;
 }

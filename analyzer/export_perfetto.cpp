@@ -8,6 +8,7 @@
 
 #include "analyzer/cli.h"
 #include "analyzer/ingest.h"
+#include "analyzer/progress.h"
 #include "analyzer/report.h"
 
 namespace perftracker::analyzer {
@@ -117,7 +118,7 @@ int ExportCommand(std::span<const std::string> args, std::ostream&, std::ostream
     return kExitUsage;
   }
   std::string error;
-  auto ds = Ingest(dir, {0, &err}, &error);
+  auto ds = Ingest(dir, {0, TerminalOrNull(err)}, &error);
   if (!ds) {
     err << "perftracker: " << error << "\n";
     return kExitUsage;

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "analyzer/align.h"
+#include "analyzer/progress.h"
 #include "analyzer/reduced.h"
 
 namespace perftracker::analyzer {
@@ -227,9 +228,7 @@ std::vector<RankData> ReadAll(const std::vector<std::string>& files, const Inges
   const size_t n = std::min<size_t>(files.size(), options.threads > 0 ? options.threads : cores);
   std::vector<std::thread> workers;
   for (size_t i = 0; i < n; ++i) workers.emplace_back(work);
-  const auto start = std::chrono::steady_clock::now();
-  auto next_print = start + std::chrono::seconds(1);
-  bool printed = false;
+  ProgressBar progress(options.progress, files.size());
   std::vector<RankData> out;
   for (size_t merged = 0; merged < files.size();) {
     std::unique_ptr<FileSet> ready;
@@ -239,15 +238,10 @@ std::vector<RankData> ReadAll(const std::vector<std::string>& files, const Inges
       ready = std::move(results[merged]);
     }
     if (ready) MergeResult(ready.get(), ds, &out), ++merged;
-    if (options.progress && std::chrono::steady_clock::now() > next_print) {
-      next_print = std::chrono::steady_clock::now() + std::chrono::milliseconds(250);
-      *options.progress << "\rperftracker: read " << merged << "/" << files.size() << " ring files"
-                        << std::flush;
-      printed = true;
-    }
+    progress.Update(merged);
   }
   for (std::thread& t : workers) t.join();
-  if (printed) *options.progress << "\n";
+  progress.Finish();
   return out;
 }
 

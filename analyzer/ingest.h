@@ -14,7 +14,9 @@ namespace perftracker::analyzer {
 
 struct IngestOptions {
   int threads = 0;                   // 0: one per core
-  std::ostream* progress = nullptr;  // a progress line goes here when reading takes over 1 s
+  // A progress bar (progress.h) goes here when reading takes over 1 s; callers pass stderr only
+  // when it is a terminal (TerminalOrNull).
+  std::ostream* progress = nullptr;
 };
 
 // Reads every ring file and reduced file under `root` (or `root` itself) into `ds` (its files,

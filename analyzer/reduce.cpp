@@ -10,6 +10,7 @@
 
 #include "analyzer/cli.h"
 #include "analyzer/ingest.h"
+#include "analyzer/progress.h"
 #include "analyzer/reduced.h"
 
 namespace perftracker::analyzer {
@@ -90,7 +91,7 @@ int ReduceCommand(std::span<const std::string> args, std::ostream& out, std::ost
   }
   Dataset ds;
   FileSet set;
-  set.ranks = ReadFiles(o.dir, {o.threads, &err}, &ds, &error, o.selection);
+  set.ranks = ReadFiles(o.dir, {o.threads, TerminalOrNull(err)}, &ds, &error, o.selection);
   if (set.ranks.empty()) {
     err << "perftracker reduce: " << error << "\n";
     return kExitUsage;

@@ -59,9 +59,26 @@ void MarkRankProcess() {
   setenv(kRankPidVariable, (std::to_string(getpid()) + RankVariables()).c_str(), 1);
 }
 
-bool IsTrainingRank() {
+namespace {
+
+bool HasRankVariables() {
   return std::getenv("RANK") != nullptr || std::getenv("LOCAL_RANK") != nullptr;
 }
+
+// The pid of the rank whose mark this process inherited unchanged (it is that rank's helper),
+// else 0. A lone process (run_session.h) marks without rank variables, so its helpers have none.
+int32_t MarkedBy() {
+  const char* mark = std::getenv(kRankPidVariable);
+  if (mark == nullptr) return 0;
+  char* rest = nullptr;
+  const long rank_pid = std::strtol(mark, &rest, 10);
+  const bool unchanged = rank_pid > 0 && rank_pid != getpid() && rest == RankVariables();
+  return unchanged ? static_cast<int32_t>(rank_pid) : 0;
+}
+
+}  // namespace
+
+bool IsTrainingRank() { return HasRankVariables() || MarkedBy() != 0; }
 
 format::Identity DetectIdentity(const Config& config) {
   format::Identity id;
@@ -73,13 +90,9 @@ format::Identity DetectIdentity(const Config& config) {
   id.start_mono_ns = ClockNs(CLOCK_MONOTONIC);
   id.library_version = format::kLibraryVersion;
   // A rank marks its environment with its pid; a process that inherited it is that rank's helper.
-  if (const char* mark = std::getenv(kRankPidVariable); mark != nullptr) {
-    char* rest = nullptr;
-    const long rank_pid = std::strtol(mark, &rest, 10);
-    if (rank_pid > 0 && rank_pid != id.pid && rest == RankVariables()) {
-      id.helper_of = static_cast<int32_t>(rank_pid);
-    }
-  }
+  id.helper_of = MarkedBy();
+  // Without rank variables: a lone process `perftracker run` started, or one of its helpers.
+  if (!HasRankVariables()) id.rank = 0, id.local_rank = 0, id.world_size = 1;
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown-host");
   id.hostname = host;

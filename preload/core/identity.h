@@ -9,7 +9,8 @@
 namespace perftracker::preload {
 
 // True when the environment names this process a training rank (RANK or LOCAL_RANK set) -- or a
-// helper of one: every process a rank starts inherits its environment.
+// helper of one: every process a rank starts inherits its environment, and with it the mark of a
+// lone process (run_session.h), which has no rank variables to pass on.
 bool IsTrainingRank();
 
 // Set by a rank in its own environment, which every process it starts inherits (subprocess,
@@ -25,7 +26,8 @@ inline constexpr const char* kRankPidVariable = "PERFTRACKER_RANK_PID";
 void MarkRankProcess();
 
 // Rank, local rank, world size, job id, host, pid and start times from the environment; for a
-// helper process, the rank it belongs to (helper_of).
+// helper process, the rank it belongs to (helper_of). Without RANK and LOCAL_RANK (a lone process
+// and its helpers): rank 0 of 1.
 format::Identity DetectIdentity(const Config& config);
 
 }  // namespace perftracker::preload

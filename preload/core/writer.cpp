@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,6 +26,7 @@
 #include "preload/core/mode_trigger.h"
 #include "preload/core/output_dir.h"
 #include "preload/core/recorder_state.h"
+#include "preload/core/run_session.h"
 #include "preload/core/runtime_visibility.h"
 #include "preload/core/sched_stat.h"
 #include "preload/core/segment_order.h"
@@ -45,6 +47,8 @@ struct WriterState {
   format::Identity identity;
   format::RingOptions options;
   bool ring_failed = false;
+  bool lone = false;            // run_session.h: records until a rank of the run registers
+  bool yielded = false;         // a lone process that found ranks: passive from then on
   uint64_t write_delay_ns = 0;  // PERFTRACKER_TEST_WRITE_DELAY_MS: a slow disk, for tests
   std::unique_ptr<Aggregator> aggregator;
   CollectiveIterations collective_iterations;  // iterations when Python marks none
@@ -91,6 +95,31 @@ void SlowDisk(const WriterState& w) {
   nanosleep(&ts, nullptr);
 }
 
+// A lone process whose run has ranks was their launcher: it leaves no file. The name is removed
+// only while it is still our file (never another process's created since).
+void Yield(WriterState& w) {
+  w.yielded = true;
+  SetActive(false);
+  if (w.ring) {
+    const std::string name = RingFileName(w.identity);
+    struct stat mine, named;
+    if (fstat(w.ring->fd(), &mine) == 0 &&
+        fstatat(w.dir.fd, name.c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+        mine.st_dev == named.st_dev && mine.st_ino == named.st_ino) {
+      unlinkat(w.dir.fd, name.c_str(), 0);
+    }
+    w.ring.reset();
+  }
+  UnregisterRun("lone");
+  UnregisterRun("candidate");
+  RegisterRun("yielded", w.dir.path);
+}
+
+bool YieldedToRanks(WriterState& w) {
+  if (w.lone && !w.yielded && RunHasRanks()) Yield(w);
+  return w.yielded;
+}
+
 bool EnsureRing(WriterState& w) {
   if (w.ring) return true;
   if (w.ring_failed) return false;
@@ -99,7 +128,10 @@ bool EnsureRing(WriterState& w) {
                                         w.options, &error);
   if (!w.ring) {
     w.ring_failed = true;
-    Warn("%s; this helper process records nothing", error.c_str());
+    Warn("%s; this %s records nothing", error.c_str(), w.lone ? "process" : "helper process");
+    if (w.lone) RegisterRun("refused", error);
+  } else if (w.lone) {
+    RegisterRun("lone", w.dir.path + "/" + RingFileName(w.identity));
   }
   return w.ring != nullptr;
 }
@@ -119,6 +151,7 @@ void CollectHealth(WriterState& w, ThreadRing* ring) {
 }
 
 void Append(WriterState& w, format::Window& window) {
+  if (YieldedToRanks(w)) return;
   g_slice_epoch.fetch_add(1, std::memory_order_relaxed);  // iterations may not come from Python
   window.detailed = w.mode_trigger->Detailed(window.iter_begin);
   const auto bytes = w.encoder.Encode(window);
@@ -152,6 +185,7 @@ void WriteLive(WriterState& w, uint64_t now) {
 
 // One round: drain every ring, order, aggregate, write what is finished.
 void Round(WriterState& w) {
+  if (w.yielded) return;
   Tables& tables = GetTables();
   CalibrateTsc(200'000'000);
   const uint64_t now = NowNs();
@@ -198,6 +232,7 @@ void Round(WriterState& w) {
     w.last_tick_ns = now;
     if (WriterTick tick = GetWriterTick()) tick();
     CheckCudaRuntimeVisible();
+    YieldedToRanks(w);
   }
 }
 
@@ -282,15 +317,25 @@ void InstallExitPaths() {
 
 }  // namespace
 
-bool StartWriter(const Config& config, format::Identity identity, OutputDir dir) {
+bool StartWriter(const Config& config, format::Identity identity, OutputDir dir, bool lone) {
   format::RingOptions options;
   options.file_size = config.ring_mb << 20;
   std::unique_ptr<format::RingWriter> ring;
-  if (identity.helper_of == 0) {
+  if (identity.helper_of == 0 && !lone) {
     std::string error;
     int32_t holder = 0;
     ring = format::RingWriter::CreateAt(dir.fd, dir.path, RingFileName(identity), identity, options,
                                         &error, &holder);
+    if (!ring && holder != 0 && IsRunLoneProcess(holder)) {
+      // The run's lone process holds our name: it was our launcher, and yields (removes the
+      // file) at its next check once we register. Start-up, not a hot path: a bounded wait.
+      RegisterRun("rank", dir.path + "/" + RingFileName(identity));
+      for (int tries = 0; !ring && tries < 100; ++tries) {
+        usleep(50'000);
+        ring = format::RingWriter::CreateAt(dir.fd, dir.path, RingFileName(identity), identity,
+                                            options, &error, &holder);
+      }
+    }
     if (!ring && (holder == 0 || !config.helpers)) {
       Warn("%s; not recording (PERFTRACKER_ENABLE=0 silences this)", error.c_str());
       return false;
@@ -301,8 +346,11 @@ bool StartWriter(const Config& config, format::Identity identity, OutputDir dir)
     }
   }
   if (identity.helper_of != 0) options.file_size = config.helper_ring_mb << 20;
+  if (ring) RegisterRun("rank", dir.path + "/" + RingFileName(identity));
+  if (lone) RegisterRun("candidate", dir.path);
   auto* w = new WriterState();  // never destroyed: exit paths and hooks may use it to the end
   w->ring = std::move(ring);
+  w->lone = lone;
   w->identity = identity;
   w->options = options;
   w->write_delay_ns = config.test_write_delay_ms * 1'000'000ull;

@@ -17,6 +17,9 @@ namespace perftracker::preload {
 // handlers (a forked child is passive). The final flushes mark the live slot's exit state:
 // NormalExit from Flush (atexit), Sigterm from the handler; both wait at most
 // PERFTRACKER_EXIT_WAIT_MS (SIGTERM 3 s) for the writer thread.
-bool StartWriter(const Config& config, format::Identity identity, OutputDir dir);
+// A `lone` process (run_session.h) creates its file at its first window, as a helper does, and
+// yields -- removes it and goes passive -- as soon as a rank of the run registers.
+bool StartWriter(const Config& config, format::Identity identity, OutputDir dir,
+                 bool lone = false);
 
 }  // namespace perftracker::preload

@@ -78,6 +78,8 @@ class RingWriter {
   uint64_t data_capacity() const { return capacity_; }
   // On-disk bytes of the last record appended, frame and padding included.
   uint64_t last_record_size() const { return last_record_size_; }
+  // The open file (to tell it from another one at the same name before removing that name).
+  int fd() const { return fd_; }
 
  private:
   RingWriter() = default;

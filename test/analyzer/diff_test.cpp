@@ -1,0 +1,95 @@
+// diff names causes, not only victims: the cross-rank analysis of both runs, and the candidates
+// new or grown in the current run, first in the text and the JSON.
+#include <algorithm>
+#include <catch2/catch.hpp>
+
+#include "test/analyzer/fixture.h"
+
+namespace perftracker::testing {
+namespace {
+
+JobSpec Clean(uint64_t seed) {
+  JobSpec spec;
+  spec.ranks = 16;
+  spec.shape = SmallShape();
+  spec.shape.run_seed = seed;
+  return spec;
+}
+
+// GC pauses on rank 4, `factor` times the peers'.
+JobSpec Gc(uint64_t seed, double factor) {
+  JobSpec spec = Clean(seed);
+  spec.shape.fault = synthetic::Fault::kGc;
+  spec.shape.fault_rank = 4;
+  spec.shape.fault_factor = factor;
+  return spec;
+}
+
+TEST_CASE("diff: GC pauses on one rank are named first, as a new cause", "[analyzer][diff]") {
+  const std::string dir = MakeTempDir();
+  WriteJob(dir + "/base", Clean(1));
+  WriteJob(dir + "/gc", Gc(3, 60));
+
+  const CliResult j = Cli({"diff", dir + "/base", dir + "/gc", "--json", "-"});
+  REQUIRE_FALSE(j.json.is_discarded());
+  INFO(j.json.dump(2).substr(0, 4000));
+  CHECK(j.json["schema"] == 2);
+  REQUIRE(j.json["causes"].size() >= 1);
+  const auto& top = j.json["causes"][0];
+  CHECK(top["category"] == "gc");
+  CHECK(top["rank_set"] == nlohmann::ordered_json::array({4}));
+  CHECK(top["function"].get<std::string>().find("gc.collect") != std::string::npos);
+  CHECK(top["change"] == "new");
+  // Causes come before the per-function regressions, whose exit status they leave alone.
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : j.json.items()) keys.push_back(key);
+  CHECK(std::find(keys.begin(), keys.end(), "causes") <
+        std::find(keys.begin(), keys.end(), "regressions"));
+  CHECK(j.code == (j.json["regressions"].empty() ? 0 : 1));
+
+  const CliResult text = Cli({"diff", dir + "/base", dir + "/gc"});
+  INFO(text.out);
+  CHECK(text.code == j.code);
+  const size_t cause = text.out.find("gc on rank 4: ");
+  REQUIRE(cause != std::string::npos);
+  if (j.code == 1) CHECK(cause < text.out.find("regression"));
+  RemoveTree(dir);
+}
+
+TEST_CASE("diff: a cause in both runs is matched: reported only when it grew", "[analyzer][diff]") {
+  const std::string dir = MakeTempDir();
+  WriteJob(dir + "/mild", Gc(1, 20));
+  WriteJob(dir + "/same", Gc(2, 20));
+  WriteJob(dir + "/worse", Gc(3, 200));
+  const CliResult same = Cli({"diff", dir + "/mild", dir + "/same", "--json", "-"});
+  INFO(same.json.dump(2).substr(0, 3000));
+  REQUIRE(same.json.contains("causes"));
+  CHECK(same.json["causes"].empty());
+  const CliResult worse = Cli({"diff", dir + "/mild", dir + "/worse", "--json", "-"});
+  INFO(worse.json.dump(2).substr(0, 3000));
+  REQUIRE(worse.json["causes"].size() >= 1);
+  const auto& top = worse.json["causes"][0];
+  CHECK(top["change"] == "grew");
+  CHECK(top["category"] == "gc");
+  CHECK(top["rank_set"] == nlohmann::ordered_json::array({4}));
+  CHECK(top["score"].get<double>() > top["base_score"].get<double>() + 0.01);
+  RemoveTree(dir);
+}
+
+TEST_CASE("diff: a clean rerun has no cause and passes", "[analyzer][diff]") {
+  const std::string dir = MakeTempDir();
+  WriteJob(dir + "/base", Clean(1));
+  WriteJob(dir + "/rerun", Clean(2));
+  const CliResult j = Cli({"diff", dir + "/base", dir + "/rerun", "--json", "-"});
+  INFO(j.json.dump(2).substr(0, 4000));
+  CHECK(j.code == 0);
+  REQUIRE(j.json.contains("causes"));
+  CHECK(j.json["causes"].empty());
+  const CliResult text = Cli({"diff", dir + "/base", dir + "/rerun"});
+  CHECK(text.code == 0);
+  CHECK(text.out.find("cause") == std::string::npos);
+  RemoveTree(dir);
+}
+
+}  // namespace
+}  // namespace perftracker::testing
