@@ -80,7 +80,7 @@ def gen_cmd(build, out_dir, ranks, windows, slow, jobs_args, extra=()):
             "--ring-mb", str(ring_mb(windows))] + jobs_args + list(extra)
 
 
-def measure_reduced(build, nodes, windows, jobs, scratch, slice_hosts=16):
+def measure_reduced(build, nodes, windows, jobs, scratch, keep, slice_hosts=16):
     """Generates NODES x 8 ranks a slice of hosts at a time, reduces each node, then analyzes."""
     perftracker = os.path.join(build, "analyzer", "perftracker")
     ranks = nodes * 8
@@ -106,7 +106,8 @@ def measure_reduced(build, nodes, windows, jobs, scratch, slice_hosts=16):
     analyze_s, analyze_cpu, rss_mib, report = run_measured(
         [perftracker, "analyze", gathered, "--json", "-", "--top", "3"] + jobs_args)
     first = json.loads(report)["candidates"][0]["rank_set"] if report else []
-    shutil.rmtree(gathered, ignore_errors=True)
+    if not keep:
+        shutil.rmtree(gathered, ignore_errors=True)
     return {"nodes": nodes, "ranks": ranks, "reduce_s": reduce_s / nodes,
             "reduce_cpu": reduce_cpu / nodes, "node_kb": node_bytes / nodes / 1024,
             "analyze_s": analyze_s, "analyze_cpu": analyze_cpu, "rss_mib": rss_mib,
@@ -134,7 +135,7 @@ def main_reduced(args, scratch):
     rings, reduced = hourly_bytes(args.build, scratch, args.jobs)
     print(f"one node (8 ranks), one hour (313 windows): ring files {rings / 2**20:.1f} MiB, "
           f"reduced {reduced / 2**20:.2f} MiB to gather", flush=True)
-    m = measure_reduced(args.build, args.reduced, args.windows, args.jobs, scratch)
+    m = measure_reduced(args.build, args.reduced, args.windows, args.jobs, scratch, args.keep)
     print(f"{'nodes':>6} {'ranks':>6} {'reduce s/node':>13} {'cpu s/node':>10} {'KiB/node':>9} "
           f"{'analyze s':>9} {'cpu s':>7} {'peak MiB':>9} slow rank first")
     print(f"{m['nodes']:>6} {m['ranks']:>6} {m['reduce_s']:>13.2f} {m['reduce_cpu']:>10.2f} "
