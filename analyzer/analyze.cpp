@@ -132,6 +132,7 @@ HeatMap BuildHeat(const Frame& f, const std::vector<Candidate>& cands) {
                          ? std::string(AggregateName(agg))
                          : f.ds->catalog.functions()[static_cast<size_t>(fn)].name);
     h.cells.push_back(std::move(row));
+    h.keys.push_back({fn, agg});
   }
   return h;
 }
@@ -199,6 +200,7 @@ Report Analyze(std::unique_ptr<Dataset> dataset, const Thresholds& thresholds) {
   AttachBeta(frame, &rep.candidates);
   AttachWhatIf(rep.median_iteration_s, &rep.candidates);
   rep.heat = BuildHeat(frame, rep.candidates);
+  rep.links.cells = LinkRates(frame, &rep.links.net);
   return rep;
 }
 

@@ -40,6 +40,14 @@ struct HeatMap {
   std::vector<int> ranks;
   std::vector<std::string> rows;           // metric names
   std::vector<std::vector<double>> cells;  // [row][rank]: value / peer median - 1
+  // [row]: the metric (catalog function, aggregate), so a candidate's own cells can be found.
+  std::vector<std::pair<int32_t, Aggregate>> keys;
+};
+
+// The link matrix over the run (culprit.cpp, LinkRates); empty when no link was measured.
+struct LinkMatrix {
+  bool net = false;  // network connections (sender, receiver); else point-to-point pairs
+  std::vector<LinkRate> cells;
 };
 
 struct Report {
@@ -50,6 +58,7 @@ struct Report {
   std::vector<Candidate> candidates;  // best first, above the score threshold
   std::vector<Hang> hangs;
   HeatMap heat;
+  LinkMatrix links;
   Thresholds thresholds;
 };
 
