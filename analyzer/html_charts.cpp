@@ -136,9 +136,12 @@ std::vector<int> HighlightedRanks(const Report& rep, size_t top) {
   return out;
 }
 
-void StepTimeChart(const Report& rep, const std::vector<int>& highlighted, std::ostream& out) {
-  const Dataset& ds = *rep.dataset;
-  const auto y = StepTimes(ds);
+namespace {
+
+// One value per rank and aligned slot as lines: the highlighted ranks in colour, the others thin
+// and grey, or beyond kMaxPeerLines a min-max band; their median dashed.
+void LineChart(const Dataset& ds, const std::vector<std::vector<double>>& y, std::string_view id,
+               std::string_view title, const std::vector<int>& highlighted, std::ostream& out) {
   Axes a;
   a.slots = ds.slot_keys.size();
   double lo = INFINITY, hi = 0;
@@ -147,18 +150,11 @@ void StepTimeChart(const Report& rep, const std::vector<int>& highlighted, std::
       if (!std::isnan(v)) lo = std::min(lo, v), hi = std::max(hi, v);
     }
   }
-  out << "<h2 id=steptime>Step time per rank over the run</h2>\n<p class=note>In synchronous "
-         "training every rank runs at the pace of the slowest: a straggler shows as a step "
-         "time that rises for all; the heat map below shows where the time goes.</p>\n";
-  if (hi <= 0) {
-    out << "<p>No rank recorded an iteration.</p>\n";
-    return;
-  }
   // Margins of a tenth of the spread; a flat run still gets an axis of a few percent.
   const double pad = std::max((hi - lo) * 0.1, hi * 0.02);
   a.lo = std::max(0.0, lo - pad), a.hi = hi + pad;
-  out << "<svg class=chart id=steptime-svg width=920 height=280 viewBox=\"0 0 920 280\" "
-         "role=img><title>mean step time per aligned slot, per rank</title>\n";
+  out << "<svg class=chart id=" << id << " width=920 height=280 viewBox=\"0 0 920 280\" "
+      << "role=img><title>" << title << "</title>\n";
   ChartAxes(ds, a, out);
   std::vector<size_t> peers;
   for (size_t ri = 0; ri < ds.ranks.size(); ++ri) {
@@ -217,6 +213,33 @@ void StepTimeChart(const Report& rep, const std::vector<int>& highlighted, std::
       << (peers.size() > kMaxPeerLines ? "class=lband></i>their min&ndash;max"
                                        : "class=lpeer></i>each of them")
       << "</span></div>\n";
+}
+
+bool HasValues(const std::vector<std::vector<double>>& y) {
+  return std::any_of(y.begin(), y.end(), [](const std::vector<double>& row) {
+    return std::any_of(row.begin(), row.end(), [](double v) { return v > 0; });
+  });
+}
+
+}  // namespace
+
+void StepTimeChart(const Report& rep, const std::vector<int>& highlighted, std::ostream& out) {
+  const Dataset& ds = *rep.dataset;
+  const auto steps = StepTimes(ds);
+  out << "<h2 id=steptime>Step time per rank over the run</h2>\n";
+  if (!HasValues(steps)) {
+    out << "<p>No rank recorded an iteration.</p>\n";
+    return;
+  }
+  LineChart(ds, steps, "steptime-svg", "mean step time per aligned slot, per rank", highlighted,
+            out);
+  if (!HasValues(rep.own_step_s)) return;
+  out << "<h3>Step time outside collectives</h3>\n<p class=note>In synchronous training every "
+         "rank runs at the pace of the slowest, so the step times above agree; what differs is "
+         "how long each rank waits inside the collectives. Without that wait, a straggler stands "
+         "out (collectives that overlap computation make this a lower bound).</p>\n";
+  LineChart(ds, rep.own_step_s, "owntime-svg", "mean step time outside collectives", highlighted,
+            out);
 }
 
 namespace {

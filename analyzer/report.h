@@ -54,6 +54,9 @@ struct Report {
   std::unique_ptr<Dataset> dataset;
   std::vector<PeerGroup> groups;
   std::vector<RankIterations> iterations;
+  // [rank index][aligned slot]: mean step time outside collectives, in s (NaN without the slot).
+  // Every rank's step is the slowest's; the time outside the collectives differs.
+  std::vector<std::vector<double>> own_step_s;
   double median_iteration_s = 0;
   std::vector<Candidate> candidates;  // best first, above the score threshold
   std::vector<Hang> hangs;

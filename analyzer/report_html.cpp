@@ -37,7 +37,7 @@ background:linear-gradient(to right,rgb(55,105,255),#fff,rgb(255,55,35))}
 .chart .peer{fill:none;stroke:#9aa;stroke-width:1;opacity:.6}
 .chart .band{fill:#cdd5dd;opacity:.7}.chart .median{fill:none;stroke:#456;stroke-width:2;stroke-dasharray:5 3}
 .chart .slow polyline{fill:none;stroke-width:2.5}
-.legend{display:flex;flex-wrap:wrap;gap:14px;font-size:12px;margin:4px 0 0 64px}
+.legend{display:flex;flex-wrap:wrap;gap:14px;font-size:12px;margin:4px 0 18px 64px}
 .legend i{display:inline-block;width:18px;height:4px;margin-right:5px;vertical-align:middle}
 .legend .lmed{background:repeating-linear-gradient(to right,#456 0 5px,transparent 5px 8px)}
 .legend .lband{background:#cdd5dd;height:10px}.legend .lpeer{background:#9aa}

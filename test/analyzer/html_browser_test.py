@@ -99,6 +99,7 @@ def main():
     }
     dom = check_page(browser, demo, dict(common, **{
         "rank 5 highlighted": r'class="legend">.*?rank 5<',
+        "step time outside collectives": r'<svg[^>]*id="owntime-svg".*?<g class="slow"',
         "candidate's heat-map cell outlined": r'<table class="heat">.*?<td class="cand"',
         "escaped job id": re.escape("job <code>demo&lt;script&gt;alert(1)&lt;/script&gt;&amp;\"'"),
     }), failures)

@@ -206,6 +206,7 @@ TEST_CASE("the HTML report is self-contained and escapes input strings", "[analy
   CHECK(html.find("&lt;script&gt;alert", verdict) < html.find("</div>", verdict));
   // The step-time chart highlights the GC rank; the heat map outlines its cell.
   CHECK(html.find("<title>rank 4</title><polyline") != std::string::npos);
+  CHECK(html.find("id=owntime-svg") != std::string::npos);  // where the straggler stands out
   CHECK(html.find("<td class=cand") != std::string::npos);
   CHECK(html.find("class=\"scale\"") != std::string::npos);
   // Evidence in sentences; the raw JSON folded away, escaped too.
