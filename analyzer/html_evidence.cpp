@@ -202,9 +202,11 @@ std::string EvidenceSentences(const Candidate& c) {
 
 void CandidateSection(const Candidate& c, size_t index, std::ostream& out) {
   out << "<section class=cand id=cand-" << index << "><h3>#" << index << " "
-      << HtmlEscape(c.category) << " on " << RanksPhrase(c.rank_set) << ": "
-      << FormatSeconds(c.impact_s_per_iter) << " lost per iteration <small>"
-      << Fmt("score %.3f", c.score) << "</small></h3>\n<p>" << EvidenceSentences(c) << "</p>\n";
+      << HtmlEscape(c.category) << " on " << RanksPhrase(c.rank_set)
+      << (c.category == "hang" ? std::string()
+                               : ": " + FormatSeconds(c.impact_s_per_iter) + " lost per iteration")
+      << " <small>" << Fmt("score %.3f", c.score) << "</small></h3>\n<p>" << EvidenceSentences(c)
+      << "</p>\n";
   CallPath(c.evidence, out);
   Parts(c.evidence, out);
   out << "<details><summary>Raw evidence (JSON)</summary><pre>"

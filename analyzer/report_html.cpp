@@ -54,9 +54,15 @@ void Verdict(const Report& rep, std::ostream& out) {
     out << "<div class=\"verdict hang\" id=verdict><b>The job hung</b> in "
         << HtmlEscape(h.collective) << " #" << h.sequence << ": "
         << (h.ranks_missing.empty()
-                ? std::string("every rank arrived, none completed")
-                : "ranks " + HtmlEscape(RankListLabel(h.ranks_missing)) + " never arrived")
-        << ", stuck " << FormatSeconds(h.stuck_s) << ".</div>\n";
+                ? std::string(h.ranks_without_file > 0
+                                  ? "every rank with a file arrived, none completed"
+                                  : "every rank arrived, none completed")
+                : (h.ranks_missing.size() == 1 ? "rank " : "ranks ") +
+                      HtmlEscape(RankListLabel(h.ranks_missing)) + " never arrived")
+        << ", stuck " << FormatSeconds(h.stuck_s);
+    if (h.ranks_without_file > 0)
+      out << " (members without a file: " << h.ranks_without_file << ")";
+    out << ".</div>\n";
     return;
   }
   if (rep.candidates.empty()) {
@@ -138,8 +144,11 @@ void HangList(const Report& rep, std::ostream& out) {
   out << "<h2 id=hangs>Hangs</h2>\n";
   for (const Hang& h : rep.hangs) {
     out << "<p class=hang><b>Hang</b> " << HtmlEscape(h.collective) << " #" << h.sequence
-        << ": arrived " << HtmlEscape(RankListLabel(h.ranks_arrived)) << ", missing "
-        << HtmlEscape(RankListLabel(h.ranks_missing));
+        << ", stuck " << FormatSeconds(h.stuck_s) << ": arrived "
+        << (h.ranks_arrived.empty() ? "none" : HtmlEscape(RankListLabel(h.ranks_arrived)))
+        << "; never arrived "
+        << (h.ranks_missing.empty() ? "none" : HtmlEscape(RankListLabel(h.ranks_missing)));
+    if (h.ranks_without_file > 0) out << "; members without a file: " << h.ranks_without_file;
     if (!h.ranks_sigterm.empty()) {
       out << "; terminated (SIGTERM) " << HtmlEscape(RankListLabel(h.ranks_sigterm));
     }

@@ -218,6 +218,25 @@ TEST_CASE("the HTML report is self-contained and escapes input strings", "[analy
   CHECK(html.find("id=links") == std::string::npos);
 }
 
+TEST_CASE("the HTML report's verdict is the hang, with who never arrived", "[analyzer][html]") {
+  const std::string dir = MakeTempDir();
+  JobSpec spec;
+  spec.shape = SmallShape();
+  spec.shape.fault = synthetic::Fault::kHang;
+  spec.shape.fault_rank = 3;
+  WriteJob(dir, spec);
+  const std::string html_path = dir + "/report.html";
+  REQUIRE(Cli({"analyze", dir, "--html", html_path}).code == 0);
+  std::ifstream is(html_path);
+  const std::string html{std::istreambuf_iterator<char>(is), {}};
+  RemoveTree(dir);
+  const size_t verdict = html.find("<div class=\"verdict hang\" id=verdict><b>The job hung</b>");
+  REQUIRE(verdict != std::string::npos);
+  CHECK(html.find("rank 3 never arrived", verdict) < html.find("</div>", verdict));
+  CHECK(html.find("never arrived 3") != std::string::npos);
+  CHECK(html.find("<h2 id=hangs>") < html.find("id=steptime-svg"));
+}
+
 TEST_CASE("the HTML report draws the link matrix, hostile host names escaped", "[analyzer][html]") {
   const std::string dir = MakeTempDir();
   JobSpec spec;
