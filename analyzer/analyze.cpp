@@ -1,6 +1,7 @@
 // perftracker analyze DIR [--json PATH|-] [--html PATH] [--top N] [--jobs N] [--last N]
 // [--since DURATION] [--iterations A:B]: ingest every ring file under DIR (the selected windows),
 // then align -> peers -> detect -> rank, then report.
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 
@@ -132,8 +133,24 @@ HeatMap BuildHeat(const Frame& f, const std::vector<Candidate>& cands) {
                          ? std::string(AggregateName(agg))
                          : f.ds->catalog.functions()[static_cast<size_t>(fn)].name);
     h.cells.push_back(std::move(row));
+    h.keys.push_back({fn, agg});
   }
   return h;
+}
+
+// Step time outside the collectives, per rank and slot, for the HTML report's chart.
+std::vector<std::vector<double>> OwnStepTimes(const Frame& f) {
+  std::vector<std::vector<double>> out(f.ds->ranks.size(),
+                                       std::vector<double>(f.ds->slot_keys.size(), NAN));
+  for (size_t r = 0; r < out.size(); ++r) {
+    for (size_t k = 0; k < out[r].size(); ++k) {
+      const Slot* s = SlotAt(f, r, k);
+      if (s == nullptr) continue;
+      const double colls = f.aggregates[r][k][static_cast<size_t>(Aggregate::kCollectives)];
+      out[r][k] = std::max(0.0, s->MeanIterationNs() - colls) * 1e-9;
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -199,6 +216,8 @@ Report Analyze(std::unique_ptr<Dataset> dataset, const Thresholds& thresholds) {
   AttachBeta(frame, &rep.candidates);
   AttachWhatIf(rep.median_iteration_s, &rep.candidates);
   rep.heat = BuildHeat(frame, rep.candidates);
+  rep.links.cells = LinkRates(frame, &rep.links.net);
+  rep.own_step_s = OwnStepTimes(frame);
   return rep;
 }
 

@@ -325,6 +325,28 @@ Finding LinkFinding(const CellTally& t, bool net) {
 
 }  // namespace
 
+std::vector<LinkRate> LinkRates(const Frame& f, bool* net) {
+  const GlobalRankMap global = GlobalRanks(f);
+  *net = HasNetCells(f);
+  std::map<Cell, EndSum> sums;
+  for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {
+    if (*net) {
+      for (const auto& [cell, e] : NetCells(f, k, global)) {
+        sums[cell].device_ns += e.device_ns, sums[cell].byte_samples += e.byte_samples;
+      }
+      continue;
+    }
+    for (const auto& [key, e] : Ends(f, k, global)) {
+      sums[key.first].device_ns += e.device_ns, sums[key.first].byte_samples += e.byte_samples;
+    }
+  }
+  std::vector<LinkRate> out;
+  for (const auto& [cell, e] : sums) {
+    if (e.device_ns > 0) out.push_back({cell.first, cell.second, e.byte_samples / e.device_ns});
+  }
+  return out;
+}
+
 std::vector<Finding> DetectLinks(const Frame& f) {
   std::map<Cell, CellTally> cells;
   const GlobalRankMap global = GlobalRanks(f);

@@ -133,6 +133,15 @@ std::vector<Finding> DetectArrival(const Frame& f);  // culprit.cpp
 // (critical.cpp).
 std::vector<Finding> DetectCriticalPath(const Frame& f);
 std::vector<Finding> DetectLinks(const Frame& f);    // culprit.cpp
+
+// One cell of the link matrix over the whole run: bytes moved per ns of transfer (= GB/s).
+struct LinkRate {
+  int from = 0, to = 0;  // global ranks; (sender, receiver) for network cells, else from < to
+  double gbps = 0;
+};
+// The matrix DetectLinks judges, for the report: network cells when the NCCL profiler plugin
+// recorded them (*net = true), else point-to-point transfers, both ends' time together.
+std::vector<LinkRate> LinkRates(const Frame& f, bool* net);
 // Communicators whose collectives move data under the expected fraction of the link's peak on
 // every rank (bandwidth.cpp).
 std::vector<Finding> DetectBandwidth(const Frame& f);

@@ -40,16 +40,28 @@ struct HeatMap {
   std::vector<int> ranks;
   std::vector<std::string> rows;           // metric names
   std::vector<std::vector<double>> cells;  // [row][rank]: value / peer median - 1
+  // [row]: the metric (catalog function, aggregate), so a candidate's own cells can be found.
+  std::vector<std::pair<int32_t, Aggregate>> keys;
+};
+
+// The link matrix over the run (culprit.cpp, LinkRates); empty when no link was measured.
+struct LinkMatrix {
+  bool net = false;  // network connections (sender, receiver); else point-to-point pairs
+  std::vector<LinkRate> cells;
 };
 
 struct Report {
   std::unique_ptr<Dataset> dataset;
   std::vector<PeerGroup> groups;
   std::vector<RankIterations> iterations;
+  // [rank index][aligned slot]: mean step time outside collectives, in s (NaN without the slot).
+  // Every rank's step is the slowest's; the time outside the collectives differs.
+  std::vector<std::vector<double>> own_step_s;
   double median_iteration_s = 0;
   std::vector<Candidate> candidates;  // best first, above the score threshold
   std::vector<Hang> hangs;
   HeatMap heat;
+  LinkMatrix links;
   Thresholds thresholds;
 };
 

@@ -9,6 +9,7 @@ packages=(
   libflatbuffers-dev flatbuffers-compiler libzstd-dev libxxhash-dev libunwind-dev
   catch2 libbenchmark-dev nlohmann-json3-dev libfmt-dev libcli11-dev
   python3-dev python3-torch                      # the real PyTorch (CPU, gloo) for integration tests
+  chromium                                       # the HTML report's browser test (headless)
 )
 
 missing=()

@@ -32,7 +32,7 @@ std::vector<std::string> WriteJob(const std::string& dir, const JobSpec& spec) {
       paths.emplace_back();
       continue;
     }
-    const std::string host = "node" + std::to_string(r / spec.ranks_per_host);
+    const std::string host = spec.host_prefix + std::to_string(r / spec.ranks_per_host);
     const std::string path =
         dir + "/" + spec.job + "/" + host + "/rank-" + std::to_string(r) + ".ptr";
     format::Identity id{spec.job,

@@ -19,7 +19,8 @@ struct JobSpec {
   int windows = 4;
   int ranks_per_host = 4;
   std::string job = "job";
-  std::vector<int> skip_ranks;  // ranks without a file
+  std::string host_prefix = "node";  // hosts are host_prefix + 0, 1, ...
+  std::vector<int> skip_ranks;       // ranks without a file
   // Edits each window before it is written (rank, window).
   std::function<void(int, format::Window*)> edit;
   // Edits each rank's live slot before it is written (rank).

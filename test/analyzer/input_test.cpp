@@ -198,6 +198,68 @@ TEST_CASE("the HTML report is self-contained and escapes input strings", "[analy
   CHECK(j["candidates"][0]["category"] == "gc");
   CHECK_FALSE(j.is_discarded());
   CHECK(r.out.find("TOP CANDIDATES") != std::string::npos);
+  // The verdict first, in words, naming the hostile function as text.
+  const size_t verdict =
+      html.find("<div class=verdict id=verdict><b>Most likely cause: gc on rank 4");
+  CHECK(verdict != std::string::npos);
+  CHECK(verdict < html.find("id=steptime-svg"));
+  CHECK(html.find("&lt;script&gt;alert", verdict) < html.find("</div>", verdict));
+  // The step-time chart highlights the GC rank; the heat map outlines its cell.
+  CHECK(html.find("<title>rank 4</title><polyline") != std::string::npos);
+  CHECK(html.find("id=owntime-svg") != std::string::npos);  // where the straggler stands out
+  CHECK(html.find("<td class=cand") != std::string::npos);
+  CHECK(html.find("class=\"scale\"") != std::string::npos);
+  // Evidence in sentences; the raw JSON folded away, escaped too.
+  CHECK(html.find("<section class=cand id=cand-1>") != std::string::npos);
+  CHECK(html.find(" per iteration against ") != std::string::npos);
+  CHECK(html.find("<details><summary>Raw evidence (JSON)</summary><pre>") != std::string::npos);
+  CHECK(html.find("&quot;source&quot;: &quot;") != std::string::npos);
+  // No link data in this job: no link matrix.
+  CHECK(html.find("id=links") == std::string::npos);
+}
+
+TEST_CASE("the HTML report's verdict is the hang, with who never arrived", "[analyzer][html]") {
+  const std::string dir = MakeTempDir();
+  JobSpec spec;
+  spec.shape = SmallShape();
+  spec.shape.fault = synthetic::Fault::kHang;
+  spec.shape.fault_rank = 3;
+  WriteJob(dir, spec);
+  const std::string html_path = dir + "/report.html";
+  REQUIRE(Cli({"analyze", dir, "--html", html_path}).code == 0);
+  std::ifstream is(html_path);
+  const std::string html{std::istreambuf_iterator<char>(is), {}};
+  RemoveTree(dir);
+  const size_t verdict = html.find("<div class=\"verdict hang\" id=verdict><b>The job hung</b>");
+  REQUIRE(verdict != std::string::npos);
+  CHECK(html.find("rank 3 never arrived", verdict) < html.find("</div>", verdict));
+  CHECK(html.find("never arrived 3") != std::string::npos);
+  CHECK(html.find("<h2 id=hangs>") < html.find("id=steptime-svg"));
+}
+
+TEST_CASE("the HTML report draws the link matrix, hostile host names escaped", "[analyzer][html]") {
+  const std::string dir = MakeTempDir();
+  JobSpec spec;
+  spec.ranks = 16;
+  spec.shape = SmallShape();
+  spec.shape.net_links = true;
+  spec.shape.fault = synthetic::Fault::kSlowNodeLinks;
+  spec.shape.fault_rank = 9;
+  spec.shape.fault_factor = 1 / 0.3;
+  spec.host_prefix = "n<svg onload=x>\"&";
+  WriteJob(dir, spec);
+  const std::string html_path = dir + "/report.html";
+  REQUIRE(Cli({"analyze", dir, "--html", html_path}).code == 0);
+  std::ifstream is(html_path);
+  const std::string html{std::istreambuf_iterator<char>(is), {}};
+  RemoveTree(dir);
+  CHECK(html.find("<svg onload") == std::string::npos);
+  CHECK(html.find("n&lt;svg onload=x&gt;&quot;&amp;2") != std::string::npos);
+  const size_t links = html.find("<h2 id=links>Links: sender &rarr; receiver");
+  REQUIRE(links != std::string::npos);
+  // Every directed network cell of the 16-rank ring and the slow node's cells outlined.
+  CHECK(html.find("<table class=\"heat links\">", links) != std::string::npos);
+  CHECK(html.find("<td class=cand", links) < html.find("</table>", links));
 }
 
 TEST_CASE("diff: 1 on an injected regression, 0 on a clean rerun", "[analyzer][diff]") {
