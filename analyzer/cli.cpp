@@ -22,6 +22,12 @@ constexpr Command kCommands[] = {
      "reduce DIR -o FILE.ptrd [--jobs N] [--last N] [--since DURATION]\n"
      "                     [--iterations A:B]\n"
      "                             one node's ring files as one small file for analyze"},
+    {"watch", WatchCommand,
+     "watch DIR [--interval S] [--exit-on hang] [--json-lines] [--prometheus FILE]\n"
+     "                     [--windows K] [--top N] [--min-score X]\n"
+     "                             re-analyze a running job's newest windows every S seconds\n"
+     "                             (default 10); a line per candidate that appears, changes or\n"
+     "                             clears, and per hang (exit 3 on one with --exit-on hang)"},
     {"diff", DiffCommand,
      "diff BASE_DIR CUR_DIR [--threshold PCT] [--json PATH|-]\n"
      "                             regressions of CUR against BASE (exit 1 on one)"},

@@ -1,6 +1,6 @@
 // The perftracker command line. Every command runs in-process against the given streams, so
 // tests call RunCli directly. Exit codes: 0 ran and reported, 1 regression (diff), 2 usage or
-// unreadable input.
+// unreadable input, 3 a hang reported (watch --exit-on hang).
 #pragma once
 
 #include <ostream>
@@ -12,6 +12,7 @@ namespace perftracker::analyzer {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitRegression = 1;
 inline constexpr int kExitUsage = 2;
+inline constexpr int kExitHang = 3;
 
 int RunCli(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 
@@ -21,6 +22,7 @@ int ReduceCommand(std::span<const std::string> args, std::ostream& out, std::ost
 int DiffCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 int ExportCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 int DumpCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err);
+int WatchCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 int RunCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 int SelftestCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err);
 
