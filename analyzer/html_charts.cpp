@@ -19,12 +19,6 @@ constexpr size_t kMaxColumns = 32;
 // Up to this many ranks every peer is a line of its own; beyond, a band.
 constexpr size_t kMaxPeerLines = 64;
 
-std::string Fmt(const char* fmt, double v) {
-  char buf[128];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
-}
-
 // White at 0, red at +100 % or more, blue below: slower is red whatever the metric.
 std::string CellColor(double dev) {
   const double x = std::clamp(std::abs(dev), 0.0, 1.0);
@@ -73,7 +67,7 @@ std::string Points(const Axes& a, const std::vector<double>& y) {
   std::string pts;
   for (size_t k = 0; k < y.size(); ++k) {
     if (std::isnan(y[k])) continue;
-    pts += Fmt("%.1f,", a.X(k)) + Fmt("%.1f ", a.Y(y[k]));
+    pts += FormatNumber("%.1f,", a.X(k)) + FormatNumber("%.1f ", a.Y(y[k]));
   }
   return pts;
 }
@@ -98,16 +92,16 @@ void ChartAxes(const Dataset& ds, const Axes& a, std::ostream& out) {
       << " class=ax />\n";
   for (int i = 0; i <= 4; ++i) {
     const double v = a.lo + (a.hi - a.lo) * i / 4;
-    out << "<text x=" << a.x0 - 6 << Fmt(" y=%.1f", a.Y(v) + 4) << " class=yl>" << FormatSeconds(v)
-        << "</text><line x1=" << a.x0 << Fmt(" y1=%.1f", a.Y(v)) << " x2=" << a.x1
-        << Fmt(" y2=%.1f", a.Y(v)) << " class=grid />\n";
+    out << "<text x=" << a.x0 - 6 << FormatNumber(" y=%.1f", a.Y(v) + 4) << " class=yl>"
+        << FormatSeconds(v) << "</text><line x1=" << a.x0 << FormatNumber(" y1=%.1f", a.Y(v))
+        << " x2=" << a.x1 << FormatNumber(" y2=%.1f", a.Y(v)) << " class=grid />\n";
   }
   const auto iters = SlotIterations(ds);
   const size_t step = std::max<size_t>(1, (iters.size() + 7) / 8);
   for (size_t k = 0; k < iters.size(); k += step) {
     if (iters[k].first == UINT64_MAX) continue;
-    out << "<text x=" << Fmt("%.1f", a.X(k)) << " y=" << a.y1 + 16 << " class=xl>" << iters[k].first
-        << "&ndash;" << iters[k].second << "</text>\n";
+    out << "<text x=" << FormatNumber("%.1f", a.X(k)) << " y=" << a.y1 + 16 << " class=xl>"
+        << iters[k].first << "&ndash;" << iters[k].second << "</text>\n";
   }
   out << "<text x=" << (a.x0 + a.x1) / 2 << " y=" << a.y1 + 34
       << " class=xl>iterations (aligned slots)</text>\n";
@@ -177,7 +171,8 @@ void LineChart(const Dataset& ds, const std::vector<std::vector<double>>& y, std
   if (peers.size() > kMaxPeerLines) {
     std::string band = Points(a, mx);
     for (size_t k = a.slots; k-- > 0;) {
-      if (!std::isnan(mn[k])) band += Fmt("%.1f,", a.X(k)) + Fmt("%.1f ", a.Y(mn[k]));
+      if (!std::isnan(mn[k]))
+        band += FormatNumber("%.1f,", a.X(k)) + FormatNumber("%.1f ", a.Y(mn[k]));
     }
     out << "<polygon class=band points=\"" << band << "\"><title>peers: min to max</title>"
         << "</polygon>\n";
@@ -197,8 +192,8 @@ void LineChart(const Dataset& ds, const std::vector<std::vector<double>>& y, std
           << Points(a, y[ri]) << "\" />";
       for (size_t k = 0; k < a.slots; ++k) {
         if (!std::isnan(y[ri][k])) {
-          out << "<circle r=3 cx=" << Fmt("%.1f", a.X(k)) << Fmt(" cy=%.1f", a.Y(y[ri][k]))
-              << " />";
+          out << "<circle r=3 cx=" << FormatNumber("%.1f", a.X(k))
+              << FormatNumber(" cy=%.1f", a.Y(y[ri][k])) << " />";
         }
       }
       out << "</g>\n";
@@ -315,7 +310,7 @@ void HeatMapTable(const Report& rep, size_t top, std::ostream& out) {
     }
     out << "<p class=note>Showing " << cols.size() << " of " << h.ranks.size()
         << " ranks: the candidates' and those that deviate most; every other rank stays within "
-        << Fmt("&plusmn;%.0f%%", 100 * rest) << ".</p>\n";
+        << FormatNumber("&plusmn;%.0f%%", 100 * rest) << ".</p>\n";
   }
   ColorScale("&minus;100% (faster)", "+100% or more (slower)", false, out);
   out << "<div class=scroll><table class=heat><tr><th>function</th>";
@@ -326,7 +321,7 @@ void HeatMapTable(const Report& rep, size_t top, std::ostream& out) {
         << "</td>";
     for (const size_t r : cols) {
       const double dev = h.cells[i][r];
-      const std::string pct = Fmt("%+.0f%%", 100 * dev);
+      const std::string pct = FormatNumber("%+.0f%%", 100 * dev);
       out << "<td" << (outlined.count({i, h.ranks[r]}) ? " class=cand" : "")
           << " style=\"background:" << CellColor(dev) << "\" title=\"rank " << h.ranks[r] << ": "
           << pct << "\">" << (std::abs(dev) >= 0.05 ? pct : "") << "</td>";
@@ -383,7 +378,7 @@ void LinkMatrixTable(const Report& rep, size_t top, std::ostream& out) {
       << " throughput (GB/s)</h2>\n<p class=note>"
       << (m.net ? "Network wire time per byte (NCCL profiler proxy events, sender side)"
                 : "Point-to-point transfers, the device time of both ends together")
-      << "; median link " << Fmt("%.3g GB/s", median);
+      << "; median link " << FormatNumber("%.3g GB/s", median);
   if (cols.size() < ranks.size()) {
     out << "; showing " << cols.size() << " of " << ranks.size()
         << " ranks, the candidates' and those with the slowest links";
@@ -405,8 +400,8 @@ void LinkMatrixTable(const Report& rep, size_t top, std::ostream& out) {
       const double dev = std::max(0.0, median / it->second - 1);
       out << "<td" << (slow.count({ranks[r], ranks[c]}) ? " class=cand" : "")
           << " style=\"background:" << CellColor(dev) << "\" title=\"" << ranks[r] << " to "
-          << ranks[c] << Fmt(": %.3g GB/s\">", it->second)
-          << (cols.size() <= 16 ? Fmt("%.3g", it->second) : "") << "</td>";
+          << ranks[c] << FormatNumber(": %.3g GB/s\">", it->second)
+          << (cols.size() <= 16 ? FormatNumber("%.3g", it->second) : "") << "</td>";
     }
     out << "</tr>\n";
   }

@@ -8,12 +8,6 @@
 namespace perftracker::analyzer {
 namespace {
 
-std::string Fmt(const char* fmt, double v) {
-  char buf[128];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
-}
-
 std::string Code(const std::string& s) { return "<code>" + HtmlEscape(s) + "</code>"; }
 
 std::string RanksPhrase(const std::vector<int>& ranks) {
@@ -26,11 +20,12 @@ std::string HowFar(const Json& e) {
   const std::string source = e.value("source", std::string());
   const double d = e.value("deviation", 0.0);
   if (source == "differential" || source == "arrival_order" || source == "link_matrix") {
-    return Fmt("%.1f robust standard deviations from its peers", d);
+    return FormatNumber("%.1f robust standard deviations from its peers", d);
   }
-  if (source == "expected_range") return Fmt("%.0f%% above its expected range", 100 * d);
-  if (source == "temporal") return Fmt("grown by %.0f%% since the start of the run", 100 * d);
-  return Fmt("deviation %.3g", d);
+  if (source == "expected_range") return FormatNumber("%.0f%% above its expected range", 100 * d);
+  if (source == "temporal")
+    return FormatNumber("grown by %.0f%% since the start of the run", 100 * d);
+  return FormatNumber("deviation %.3g", d);
 }
 
 std::string MeasuredSentence(const Candidate& c) {
@@ -39,24 +34,26 @@ std::string MeasuredSentence(const Candidate& c) {
   const std::string where = "On " + RanksPhrase(c.rank_set) + ", ";
   if (unit == "GB/s") {
     return where + Code(c.function) +
-           Fmt(" moves data at %.3g GB/s of bus bandwidth", e.value("value", 0.0)) +
-           Fmt(", %.0f%% of the link's ", 100 * e.value("fraction_of_peak", 0.0)) +
-           Fmt("%.3g GB/s peak", e.value("link_peak_gbps", 0.0)) +
-           Fmt(" (expected at least %.0f%%). ", 100 * e.value("expected_min_fraction", 0.0));
+           FormatNumber(" moves data at %.3g GB/s of bus bandwidth", e.value("value", 0.0)) +
+           FormatNumber(", %.0f%% of the link's ", 100 * e.value("fraction_of_peak", 0.0)) +
+           FormatNumber("%.3g GB/s peak", e.value("link_peak_gbps", 0.0)) +
+           FormatNumber(" (expected at least %.0f%%). ",
+                        100 * e.value("expected_min_fraction", 0.0));
   }
   if (unit == "ns/byte") {
     std::string s = where + "the " + HtmlEscape(c.function) +
-                    Fmt(" takes %.3g ns per byte", e.value("value", 0.0)) +
-                    Fmt(" against %.3g on healthy links", e.value("peer_median", 0.0));
+                    FormatNumber(" takes %.3g ns per byte", e.value("value", 0.0)) +
+                    FormatNumber(" against %.3g on healthy links", e.value("peer_median", 0.0));
     if (e.contains("throughput_gbps")) {
-      s += Fmt(" (%.3g GB/s", e.value("throughput_gbps", 0.0)) +
-           Fmt(" against %.3g GB/s)", e.value("peers_throughput_gbps", 0.0));
+      s += FormatNumber(" (%.3g GB/s", e.value("throughput_gbps", 0.0)) +
+           FormatNumber(" against %.3g GB/s)", e.value("peers_throughput_gbps", 0.0));
     }
     return s + ", " + HowFar(e) + ". ";
   }
   if (c.category == "hang") {
     return Code(c.function) + " has been in flight for " + FormatSeconds(e.value("value", 0.0)) +
-           Fmt(", %.0f times the median step: see the hang above. ", e.value("deviation", 0.0));
+           FormatNumber(", %.0f times the median step: see the hang above. ",
+                        e.value("deviation", 0.0));
   }
   std::string s = where + Code(c.function) + " (" + HtmlEscape(c.kind) + ") takes " +
                   FormatSeconds(e.value("value", 0.0)) + " per iteration against " +
@@ -101,8 +98,8 @@ std::string CulpritSentences(const Json& e) {
   std::string s;
   if (e.contains("arrival")) {
     const Json& a = e["arrival"];
-    s += Fmt("It arrives last at %.0f%% of the collectives, ",
-             100 * a.value("last_to_arrive_share", 0.0)) +
+    s += FormatNumber("It arrives last at %.0f%% of the collectives, ",
+                      100 * a.value("last_to_arrive_share", 0.0)) +
          FormatSeconds(a.value("delay_s", 0.0)) +
          " behind the median, and its peers' collectives run " +
          FormatSeconds(a.value("peers_wait_s_per_iter", 0.0)) +
@@ -128,10 +125,11 @@ std::string CulpritSentences(const Json& e) {
          " per iteration reached the critical path. ";
   }
   if (e.contains("beta")) {
-    s += Fmt("Its share of the critical path (beta) is %.3f", e.value("beta", 0.0));
-    if (e.contains("peer_beta")) s += Fmt(" against %.3f on its peers", e.value("peer_beta", 0.0));
+    s += FormatNumber("Its share of the critical path (beta) is %.3f", e.value("beta", 0.0));
+    if (e.contains("peer_beta"))
+      s += FormatNumber(" against %.3f on its peers", e.value("peer_beta", 0.0));
     if (e.contains("expected_max_beta"))
-      s += Fmt(" (expected at most %.2f)", e.value("expected_max_beta", 0.0));
+      s += FormatNumber(" (expected at most %.2f)", e.value("expected_max_beta", 0.0));
     s += ". ";
   }
   return s;
@@ -141,7 +139,7 @@ std::string WhatIfSentence(const Candidate& c) {
   if (!c.evidence.contains("what_if")) return "";
   const Json& w = c.evidence["what_if"];
   return "<b>Without it the job would be about " +
-         Fmt("%.0f%% faster", w.value("faster_pct", 0.0)) + "</b>: a step of " +
+         FormatNumber("%.0f%% faster", w.value("faster_pct", 0.0)) + "</b>: a step of " +
          FormatSeconds(w.value("step_without_s", 0.0)) + " instead of " +
          FormatSeconds(w.value("step_s", 0.0)) + ". ";
 }
@@ -173,8 +171,8 @@ void Parts(const Json& e, std::ostream& out) {
       if (hardware) {
         out << "<td>"
             << (p.contains("achieved_tflops")
-                    ? Fmt("%.3g TFLOP/s", p.value("achieved_tflops", 0.0)) +
-                          Fmt(" vs peers' %.3g", p.value("peer_tflops", 0.0))
+                    ? FormatNumber("%.3g TFLOP/s", p.value("achieved_tflops", 0.0)) +
+                          FormatNumber(" vs peers' %.3g", p.value("peer_tflops", 0.0))
                     : std::string())
             << "</td>";
       }
@@ -205,8 +203,8 @@ void CandidateSection(const Candidate& c, size_t index, std::ostream& out) {
       << HtmlEscape(c.category) << " on " << RanksPhrase(c.rank_set)
       << (c.category == "hang" ? std::string()
                                : ": " + FormatSeconds(c.impact_s_per_iter) + " lost per iteration")
-      << " <small>" << Fmt("score %.3f", c.score) << "</small></h3>\n<p>" << EvidenceSentences(c)
-      << "</p>\n";
+      << " <small>" << FormatNumber("score %.3f", c.score) << "</small></h3>\n<p>"
+      << EvidenceSentences(c) << "</p>\n";
   CallPath(c.evidence, out);
   Parts(c.evidence, out);
   out << "<details><summary>Raw evidence (JSON)</summary><pre>"

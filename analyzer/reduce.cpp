@@ -12,6 +12,7 @@
 #include "analyzer/ingest.h"
 #include "analyzer/progress.h"
 #include "analyzer/reduced.h"
+#include "analyzer/report.h"
 
 namespace perftracker::analyzer {
 namespace {
@@ -74,11 +75,7 @@ bool WriteAtomically(const std::string& path, const std::vector<uint8_t>& bytes,
   return ok;
 }
 
-std::string Mib(double bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f MiB", bytes / (1 << 20));
-  return text;
-}
+std::string Mib(double bytes) { return FormatNumber("%.1f MiB", bytes / (1 << 20)); }
 
 }  // namespace
 

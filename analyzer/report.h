@@ -110,5 +110,6 @@ void WriteHtml(const Report& report, size_t top, std::ostream& out);
 std::string JsonText(const Json& j, int indent);
 std::string HtmlEscape(std::string_view s);
 std::string FormatSeconds(double s);  // "12.3 ms", "1.20 s", "850 us"
+std::string FormatNumber(const char* fmt, double v);  // one number, printf-style
 
 }  // namespace perftracker::analyzer

@@ -6,13 +6,14 @@
 #include "analyzer/report.h"
 
 namespace perftracker::analyzer {
-namespace {
 
-std::string Printf(const char* fmt, double v) {
-  char buf[64];
+std::string FormatNumber(const char* fmt, double v) {
+  char buf[128];
   std::snprintf(buf, sizeof buf, fmt, v);
   return buf;
 }
+
+namespace {
 
 // Input strings are printed on a terminal: control bytes become '?', long names are cut.
 std::string Clean(std::string_view s, size_t max) {
@@ -90,20 +91,20 @@ std::string EvidenceLine(const Candidate& c) {
     line = FormatSeconds(e.value("value", 0.0)) + " vs peers " +
            FormatSeconds(e.value("peer_median", 0.0));
   } else if (unit == "GB/s") {
-    line = Printf("bus bandwidth %.3g GB/s", e.value("value", 0.0)) +
-           Printf(", %.0f%% of the link's", 100 * e.value("fraction_of_peak", 0.0)) +
-           Printf(" %.3g GB/s", e.value("link_peak_gbps", 0.0)) +
-           Printf(" (expected >= %.0f%%)", 100 * e.value("expected_min_fraction", 0.0));
+    line = FormatNumber("bus bandwidth %.3g GB/s", e.value("value", 0.0)) +
+           FormatNumber(", %.0f%% of the link's", 100 * e.value("fraction_of_peak", 0.0)) +
+           FormatNumber(" %.3g GB/s", e.value("link_peak_gbps", 0.0)) +
+           FormatNumber(" (expected >= %.0f%%)", 100 * e.value("expected_min_fraction", 0.0));
   } else if (unit == "ns/byte") {
-    line = Printf("%.3g", e.value("value", 0.0)) + " vs " +
-           Printf("%.3g", e.value("peer_median", 0.0)) + " ns/byte";
+    line = FormatNumber("%.3g", e.value("value", 0.0)) + " vs " +
+           FormatNumber("%.3g", e.value("peer_median", 0.0)) + " ns/byte";
   } else {
     return "collective in flight for " + FormatSeconds(e.value("value", 0.0)) + " (" +
-           Printf("%.0f", e.value("deviation", 0.0)) + "x the median step); see HANG above";
+           FormatNumber("%.0f", e.value("deviation", 0.0)) + "x the median step); see HANG above";
   }
   const std::string by = e.value("decided_by", std::string());
   line += " (" + e.value("source", std::string()) + (by.empty() ? "" : " on " + by) + ", dev " +
-          Printf("%.3g", e.value("deviation", 0.0)) + ", " +
+          FormatNumber("%.3g", e.value("deviation", 0.0)) + ", " +
           std::to_string(e.value("windows_seen", 0)) + "/" +
           std::to_string(e.value("windows_total", 0)) + " windows)";
   if (e.contains("likely_victim_of")) line += "; likely a victim";
@@ -132,15 +133,15 @@ std::string Short(const std::string& name) {
 void WritePathAndParts(const Json& e, std::ostream& out) {
   std::string line;
   if (e.contains("beta")) {
-    line = Printf("critical path: beta %.3f", e.value("beta", 0.0));
-    if (e.contains("peer_beta")) line += Printf(" vs peers %.3f", e.value("peer_beta", 0.0));
+    line = FormatNumber("critical path: beta %.3f", e.value("beta", 0.0));
+    if (e.contains("peer_beta")) line += FormatNumber(" vs peers %.3f", e.value("peer_beta", 0.0));
     if (e.contains("expected_max_beta")) {
-      line += Printf(" (expected <= %.2f)", e.value("expected_max_beta", 0.0));
+      line += FormatNumber(" (expected <= %.2f)", e.value("expected_max_beta", 0.0));
     }
   }
   if (e.contains("what_if")) {
     line += (line.empty() ? "" : "; ") +
-            Printf("job ~%.0f%% faster without this", e["what_if"].value("faster_pct", 0.0));
+            FormatNumber("job ~%.0f%% faster without this", e["what_if"].value("faster_pct", 0.0));
   }
   if (!line.empty()) out << "      " << line << "\n";
   if (e.contains("call_path") && e["call_path"].size() > 1) {
@@ -195,7 +196,7 @@ void WriteWhen(const Json& e, std::ostream& out) {
 // C4's evidence that this rank holds the others back.
 std::string ArrivalLine(const Json& a) {
   return "culprit: arrives last at " +
-         Printf("%.0f%%", 100 * a.value("last_to_arrive_share", 0.0)) + " of collectives, " +
+         FormatNumber("%.0f%%", 100 * a.value("last_to_arrive_share", 0.0)) + " of collectives, " +
          FormatSeconds(a.value("delay_s", 0.0)) + " behind the median; peers' collectives run " +
          FormatSeconds(a.value("peers_wait_s_per_iter", 0.0)) + " longer per iteration";
 }
@@ -224,8 +225,8 @@ void Candidates(const Report& rep, size_t top, std::ostream& out) {
       out << "      largest part: " << Clean(t.value("function", std::string()), 60) << " (+"
           << FormatSeconds(t.value("excess_s_per_iter", 0.0));
       if (t.contains("achieved_tflops")) {
-        out << Printf(", %.3g TFLOP/s", t.value("achieved_tflops", 0.0))
-            << Printf(" vs peers %.3g", t.value("peer_tflops", 0.0));
+        out << FormatNumber(", %.3g TFLOP/s", t.value("achieved_tflops", 0.0))
+            << FormatNumber(" vs peers %.3g", t.value("peer_tflops", 0.0));
       }
       out << ")\n";
     }
@@ -237,10 +238,10 @@ void Candidates(const Report& rep, size_t top, std::ostream& out) {
 
 std::string FormatSeconds(double s) {
   const double a = std::abs(s);
-  if (a >= 100) return Printf("%.0f s", s);
-  if (a >= 1) return Printf("%.2f s", s);
-  if (a >= 1e-3) return Printf("%.1f ms", s * 1e3);
-  return Printf("%.0f us", s * 1e6);
+  if (a >= 100) return FormatNumber("%.0f s", s);
+  if (a >= 1) return FormatNumber("%.2f s", s);
+  if (a >= 1e-3) return FormatNumber("%.1f ms", s * 1e3);
+  return FormatNumber("%.0f us", s * 1e6);
 }
 
 void WriteText(const Report& rep, size_t top, std::ostream& out) {

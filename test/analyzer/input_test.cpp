@@ -62,6 +62,18 @@ JobSpec SlowGpuJob() {
   return spec;
 }
 
+// The job written to a fresh directory and its `analyze --html` report.
+std::string HtmlReport(const JobSpec& spec) {
+  const std::string dir = MakeTempDir();
+  WriteJob(dir, spec);
+  const std::string html_path = dir + "/report.html";
+  REQUIRE(Cli({"analyze", dir, "--html", html_path}).code == 0);
+  std::ifstream is(html_path);
+  std::string html{std::istreambuf_iterator<char>(is), {}};
+  RemoveTree(dir);
+  return html;
+}
+
 }  // namespace
 
 TEST_CASE("damaged inputs give partial results and diagnostics", "[analyzer][ingest]") {
@@ -193,7 +205,8 @@ TEST_CASE("the HTML report is self-contained and escapes input strings", "[analy
   CHECK(html.find("http") == std::string::npos);  // nothing fetched from elsewhere
   CHECK(html.find("class=heat") != std::string::npos);
   CHECK(html.find("\xff") == std::string::npos);
-  CHECK(html.find("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;\xEF\xBF\xBD") != std::string::npos);
+  CHECK(html.find("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;\xEF\xBF\xBD") !=
+        std::string::npos);
   REQUIRE(j["candidates"].size() >= 1);
   CHECK(j["candidates"][0]["category"] == "gc");
   CHECK_FALSE(j.is_discarded());
@@ -219,17 +232,11 @@ TEST_CASE("the HTML report is self-contained and escapes input strings", "[analy
 }
 
 TEST_CASE("the HTML report's verdict is the hang, with who never arrived", "[analyzer][html]") {
-  const std::string dir = MakeTempDir();
   JobSpec spec;
   spec.shape = SmallShape();
   spec.shape.fault = synthetic::Fault::kHang;
   spec.shape.fault_rank = 3;
-  WriteJob(dir, spec);
-  const std::string html_path = dir + "/report.html";
-  REQUIRE(Cli({"analyze", dir, "--html", html_path}).code == 0);
-  std::ifstream is(html_path);
-  const std::string html{std::istreambuf_iterator<char>(is), {}};
-  RemoveTree(dir);
+  const std::string html = HtmlReport(spec);
   const size_t verdict = html.find("<div class=\"verdict hang\" id=verdict><b>The job hung</b>");
   REQUIRE(verdict != std::string::npos);
   CHECK(html.find("rank 3 never arrived", verdict) < html.find("</div>", verdict));
@@ -238,7 +245,6 @@ TEST_CASE("the HTML report's verdict is the hang, with who never arrived", "[ana
 }
 
 TEST_CASE("the HTML report draws the link matrix, hostile host names escaped", "[analyzer][html]") {
-  const std::string dir = MakeTempDir();
   JobSpec spec;
   spec.ranks = 16;
   spec.shape = SmallShape();
@@ -247,12 +253,7 @@ TEST_CASE("the HTML report draws the link matrix, hostile host names escaped", "
   spec.shape.fault_rank = 9;
   spec.shape.fault_factor = 1 / 0.3;
   spec.host_prefix = "n<svg onload=x>\"&";
-  WriteJob(dir, spec);
-  const std::string html_path = dir + "/report.html";
-  REQUIRE(Cli({"analyze", dir, "--html", html_path}).code == 0);
-  std::ifstream is(html_path);
-  const std::string html{std::istreambuf_iterator<char>(is), {}};
-  RemoveTree(dir);
+  const std::string html = HtmlReport(spec);
   CHECK(html.find("<svg onload") == std::string::npos);
   CHECK(html.find("n&lt;svg onload=x&gt;&quot;&amp;2") != std::string::npos);
   const size_t links = html.find("<h2 id=links>Links: sender &rarr; receiver");
