@@ -109,10 +109,24 @@ void RemapVector(std::vector<T>* v, const std::vector<uint32_t>& map) {
   *v = std::move(out);
 }
 
+namespace {
+
+// Files of one job list their functions in the same order, so most maps are the identity:
+// rebuilding every slot's vectors anyway was gigabytes of allocation at thousands of ranks.
+bool IsIdentity(const std::vector<uint32_t>& map) {
+  for (size_t i = 0; i < map.size(); ++i) {
+    if (map[i] != i) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 void RankData::Remap(const std::vector<uint32_t>& fn_map, const std::vector<uint32_t>& coll_map) {
+  const bool same_functions = IsIdentity(fn_map), same_collectives = IsIdentity(coll_map);
   for (Slot& s : slots) {
-    RemapVector(&s.functions, fn_map);
-    RemapVector(&s.collectives, coll_map);
+    if (!same_functions) RemapVector(&s.functions, fn_map);
+    if (!same_collectives) RemapVector(&s.collectives, coll_map);
   }
 }
 
