@@ -88,31 +88,16 @@ struct MemberValue {
   double sampling_var;
 };
 
-// Values of one metric for the members of a group in one slot; false when too few peers.
-bool SlotValues(const Frame& f, const PeerGroup& g, size_t k, int32_t fn, Aggregate agg,
-                std::vector<MemberValue>* out) {
-  out->clear();
-  for (size_t i = 0; i < g.members.size(); ++i) {
-    const size_t r = g.members[i];
-    if (SlotAt(f, r, k)) {
-      out->push_back({i, MetricValue(f, r, k, fn, agg), MetricSamplingVar(f, r, k, fn, agg)});
-    }
-  }
-  return out->size() >= 3;
-}
-
-double GroupIteration(const Frame& f, const PeerGroup& g, size_t k) {
-  std::vector<double> t;
-  for (const size_t m : g.members) {
-    if (const Slot* s = SlotAt(f, m, k)) t.push_back(s->MeanIterationNs());
-  }
-  return Median(t);
-}
-
-// GroupIteration of every slot, once per group rather than once per metric and slot.
+// Per slot, the median of the members' mean iteration time: once per group, not per metric.
 std::vector<double> GroupIterations(const Frame& f, const PeerGroup& g) {
-  std::vector<double> out;
-  for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) out.push_back(GroupIteration(f, g, k));
+  std::vector<double> out, t;
+  for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {
+    t.clear();
+    for (const size_t m : g.members) {
+      if (const Slot* s = SlotAt(f, m, k)) t.push_back(s->MeanIterationNs());
+    }
+    out.push_back(Median(t));
+  }
   return out;
 }
 
@@ -263,42 +248,31 @@ std::pair<double, double> ChanceOfFlags(const std::vector<Tally>& tallies, size_
   return {BinomialTail(tallies[i].present, tallies[i].flagged, rate), rate};
 }
 
-// One metric over one group, slot by slot: each member's tally.
-std::vector<Tally> TallyMetric(const Frame& f, const PeerGroup& g, int32_t fn, Aggregate agg,
-                               const std::vector<double>& iterations) {
-  std::vector<Tally> tallies(g.members.size());
-  std::vector<MemberValue> vals;
-  for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {
-    if (!SlotValues(f, g, k, fn, agg, &vals)) continue;
-    TallySlot(f, g, k, vals, iterations[k], &tallies);
-  }
-  return tallies;
-}
-
-// TallyMetric of functions [begin, end), the same tallies. Values are gathered a block of
-// functions at a time, member by member: a member's sums of neighbouring functions lie together
-// in its slot, while one function across thousands of members is a cache miss per member (at
-// 4,096 ranks that miss was 43% of the analysis). `vals` is scratch, kept from block to block:
-// allocated anew, its vectors of thousands of members were mmapped and faulted in every time.
-std::vector<std::vector<Tally>> TallyFunctions(const Frame& f, const PeerGroup& g, size_t begin,
-                                               size_t end, const std::vector<double>& iterations,
-                                               std::vector<std::vector<MemberValue>>* scratch) {
-  std::vector<std::vector<Tally>> tallies(end - begin, std::vector<Tally>(g.members.size()));
+// Each member's tally of each of `metrics` over one group, slot by slot (a slot needs three
+// members). Values are gathered member by member for all the metrics at once: a member's sums of
+// neighbouring functions lie together in its slot, while one function across thousands of
+// members is a cache miss per member (at 4,096 ranks that miss was 43% of the analysis).
+// `scratch` is kept from call to call: allocated anew, its vectors of thousands of members were
+// mmapped and faulted in every time.
+std::vector<std::vector<Tally>> TallyMetrics(const Frame& f, const PeerGroup& g,
+                                             const std::vector<Metric>& metrics,
+                                             const std::vector<double>& iterations,
+                                             std::vector<std::vector<MemberValue>>* scratch) {
+  std::vector<std::vector<Tally>> tallies(metrics.size(), std::vector<Tally>(g.members.size()));
   std::vector<std::vector<MemberValue>>& vals = *scratch;
-  vals.resize(std::max(vals.size(), end - begin));
+  vals.resize(std::max(vals.size(), metrics.size()));
   for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {
     for (auto& v : vals) v.clear();
     for (size_t i = 0; i < g.members.size(); ++i) {
       const size_t r = g.members[i];
       if (!SlotAt(f, r, k)) continue;
-      for (size_t fn = begin; fn < end; ++fn) {
-        const auto id = static_cast<int32_t>(fn);
-        vals[fn - begin].push_back({i, MetricValue(f, r, k, id, Aggregate::kNone),
-                                    MetricSamplingVar(f, r, k, id, Aggregate::kNone)});
+      for (size_t j = 0; j < metrics.size(); ++j) {
+        const auto [fn, agg] = metrics[j];
+        vals[j].push_back({i, MetricValue(f, r, k, fn, agg), MetricSamplingVar(f, r, k, fn, agg)});
       }
     }
-    for (size_t b = 0; b < end - begin; ++b) {
-      if (vals[b].size() >= 3) TallySlot(f, g, k, vals[b], iterations[k], &tallies[b]);
+    for (size_t j = 0; j < metrics.size(); ++j) {
+      if (vals[j].size() >= 3) TallySlot(f, g, k, vals[j], iterations[k], &tallies[j]);
     }
   }
   return tallies;
@@ -473,7 +447,7 @@ std::vector<Finding> DetectDifferential(const Frame& f) {
     std::vector<std::vector<double>> excess(g.members.size(), std::vector<double>(fns.size()));
     constexpr std::array kAggregates = {Aggregate::kKernels, Aggregate::kPython,
                                         Aggregate::kCudaApi, Aggregate::kMemcpy};
-    std::vector<std::vector<Tally>> by_fn(fns.size()), by_agg(kAggregates.size());
+    std::vector<std::vector<Tally>> by_fn(fns.size());
     // Every (metric, rank) that noise flagged in some window is a chance for noise to persist:
     // the more of them, the less likely each finding must be (a noisy host -- more ranks than
     // cores -- flags hundreds; a quiet one a few, and a fault's chance is 1e-6 or less).
@@ -482,22 +456,26 @@ std::vector<Finding> DetectDifferential(const Frame& f) {
       for (const Tally& t : tallies) live += t.flagged > 0;
     };
     const std::vector<double> iterations = GroupIterations(f, g);
-    constexpr size_t kBlock = 64;
     std::vector<std::vector<MemberValue>> scratch;
-    for (size_t begin = 0; begin < fns.size(); begin += kBlock) {
-      const size_t end = std::min(fns.size(), begin + kBlock);
-      auto block = TallyFunctions(f, g, begin, end, iterations, &scratch);
-      for (size_t fn = begin; fn < end; ++fn) {
-        // Communication time is where victims wait: arrival order judges it (culprit.cpp).
-        if (fns[fn].comm || fns[fn].kind == FunctionKind::kCollective) continue;
-        by_fn[fn] = std::move(block[fn - begin]);
-        count_live(by_fn[fn]);
+    std::vector<Metric> block;
+    for (size_t fn = 0; fn < fns.size(); ++fn) {
+      // Communication time is where victims wait: arrival order judges it (culprit.cpp).
+      if (!fns[fn].comm && fns[fn].kind != FunctionKind::kCollective) {
+        block.push_back({static_cast<int32_t>(fn), Aggregate::kNone});
       }
+      if (block.size() < kFunctionBlock && fn + 1 < fns.size()) continue;
+      auto tallies = TallyMetrics(f, g, block, iterations, &scratch);
+      for (size_t j = 0; j < block.size(); ++j) {
+        auto& tally = by_fn[static_cast<size_t>(block[j].function)];
+        tally = std::move(tallies[j]);
+        count_live(tally);
+      }
+      block.clear();
     }
-    for (size_t a = 0; a < kAggregates.size(); ++a) {
-      by_agg[a] = TallyMetric(f, g, -1, kAggregates[a], iterations);
-      count_live(by_agg[a]);
-    }
+    std::vector<Metric> aggregates;
+    for (const Aggregate a : kAggregates) aggregates.push_back({-1, a});
+    const auto by_agg = TallyMetrics(f, g, aggregates, iterations, &scratch);
+    for (const auto& tallies : by_agg) count_live(tallies);
     const double max_chance = f.th.max_chance / std::max(1, live);
     for (size_t fn = 0; fn < fns.size(); ++fn) {
       if (by_fn[fn].empty()) continue;

@@ -59,6 +59,15 @@ struct Thresholds {
 // a little is invisible per function and obvious in the sum.
 enum class Aggregate : uint8_t { kNone, kKernels, kPython, kCudaApi, kMemcpy, kCollectives };
 
+// One catalog function (aggregate kNone) or one kind's sum (function -1).
+struct Metric {
+  int32_t function = -1;
+  Aggregate aggregate = Aggregate::kNone;
+};
+// Detectors gather this many functions' values member by member, at once: one function across
+// thousands of members is a cache miss per member (detect.cpp TallyMetrics).
+inline constexpr size_t kFunctionBlock = 64;
+
 enum class Source : uint8_t {
   kDifferential,
   kExpectedRange,
@@ -132,7 +141,7 @@ std::vector<Finding> DetectArrival(const Frame& f);  // culprit.cpp
 // Python functions whose critical-path share (beta) is above 1% on the median rank of a group
 // (critical.cpp).
 std::vector<Finding> DetectCriticalPath(const Frame& f);
-std::vector<Finding> DetectLinks(const Frame& f);    // culprit.cpp
+std::vector<Finding> DetectLinks(const Frame& f);  // culprit.cpp
 
 // One cell of the link matrix over the whole run: bytes moved per ns of transfer (= GB/s).
 struct LinkRate {

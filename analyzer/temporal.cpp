@@ -17,49 +17,34 @@ struct Series {
   std::vector<double> value, iteration;
 };
 
-Series GroupSeries(const Frame& f, const PeerGroup& g, int32_t fn, Aggregate agg) {
-  Series s;
-  for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {
-    std::vector<double> v, t;
-    for (const size_t m : g.members) {
-      if (const Slot* slot = SlotAt(f, m, k)) {
-        v.push_back(MetricValue(f, m, k, fn, agg));
-        t.push_back(slot->MeanIterationNs());
-      }
-    }
-    if (v.size() * 2 < g.members.size() || v.empty()) continue;
-    s.value.push_back(Median(v));
-    s.iteration.push_back(Median(t));
-  }
-  return s;
-}
-
-// GroupSeries of functions [begin, end), the same series, gathered a block of functions at a
-// time: one function across thousands of members is a cache miss per member (detect.cpp,
-// TallyFunctions). Which slots count depends on the members present only, not the function.
-// `v` is scratch kept from block to block (fresh, its large vectors were mmapped each time).
-std::vector<Series> FunctionSeries(const Frame& f, const PeerGroup& g, size_t begin, size_t end,
-                                   std::vector<std::vector<double>>* scratch) {
-  std::vector<Series> out(end - begin);
+// Each metric's series over a group: per slot where at least half the members ran, the members'
+// median value and median iteration time. Values are gathered member by member for all the
+// metrics at once (detect.cpp TallyMetrics: one function across thousands of members is a cache
+// miss per member). `scratch` is kept from call to call (fresh, its large vectors were mmapped
+// each time).
+std::vector<Series> GroupSeries(const Frame& f, const PeerGroup& g,
+                                const std::vector<Metric>& metrics,
+                                std::vector<std::vector<double>>* scratch) {
+  std::vector<Series> out(metrics.size());
   std::vector<std::vector<double>>& v = *scratch;
-  v.resize(std::max(v.size(), end - begin));
+  v.resize(std::max(v.size(), metrics.size()));
   std::vector<double> t;
   for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {
     t.clear();
     for (auto& values : v) values.clear();
     for (const size_t m : g.members) {
       if (const Slot* slot = SlotAt(f, m, k)) {
-        for (size_t fn = begin; fn < end; ++fn) {
-          v[fn - begin].push_back(MetricValue(f, m, k, static_cast<int32_t>(fn), Aggregate::kNone));
+        for (size_t j = 0; j < metrics.size(); ++j) {
+          v[j].push_back(MetricValue(f, m, k, metrics[j].function, metrics[j].aggregate));
         }
         t.push_back(slot->MeanIterationNs());
       }
     }
     if (t.size() * 2 < g.members.size() || t.empty()) continue;
     const double iteration = Median(t);
-    for (size_t b = 0; b < out.size(); ++b) {
-      out[b].value.push_back(Median(v[b]));
-      out[b].iteration.push_back(iteration);
+    for (size_t j = 0; j < metrics.size(); ++j) {
+      out[j].value.push_back(Median(v[j]));
+      out[j].iteration.push_back(iteration);
     }
   }
   return out;
@@ -136,19 +121,27 @@ std::vector<Finding> DetectTemporal(const Frame& f) {
   for (size_t gi = 0; gi < f.groups->size(); ++gi) {
     const int g = static_cast<int>(gi);
     const PeerGroup& group = (*f.groups)[gi];
-    constexpr size_t kBlock = 64;
     std::vector<std::vector<double>> scratch;
-    for (size_t begin = 0; begin < fns.size(); begin += kBlock) {
-      const size_t end = std::min(fns.size(), begin + kBlock);
-      const std::vector<Series> block = FunctionSeries(f, group, begin, end, &scratch);
-      for (size_t fn = begin; fn < end; ++fn) {
-        if (fns[fn].comm || fns[fn].kind == format::FunctionKind::kCollective) continue;
-        TestMetric(f, g, static_cast<int32_t>(fn), Aggregate::kNone, block[fn - begin], &out);
+    std::vector<Metric> block;
+    for (size_t fn = 0; fn < fns.size(); ++fn) {
+      if (!fns[fn].comm && fns[fn].kind != format::FunctionKind::kCollective) {
+        block.push_back({static_cast<int32_t>(fn), Aggregate::kNone});
       }
+      if (block.size() < kFunctionBlock && fn + 1 < fns.size()) continue;
+      const std::vector<Series> series = GroupSeries(f, group, block, &scratch);
+      for (size_t j = 0; j < block.size(); ++j) {
+        TestMetric(f, g, block[j].function, Aggregate::kNone, series[j], &out);
+      }
+      block.clear();
     }
+    std::vector<Metric> aggregates;
     for (const Aggregate agg : {Aggregate::kKernels, Aggregate::kPython, Aggregate::kCudaApi,
                                 Aggregate::kMemcpy, Aggregate::kCollectives}) {
-      TestMetric(f, g, -1, agg, GroupSeries(f, group, -1, agg), &out);
+      aggregates.push_back({-1, agg});
+    }
+    const std::vector<Series> series = GroupSeries(f, group, aggregates, &scratch);
+    for (size_t j = 0; j < aggregates.size(); ++j) {
+      TestMetric(f, g, -1, aggregates[j].aggregate, series[j], &out);
     }
   }
   return out;
