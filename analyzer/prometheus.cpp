@@ -1,13 +1,7 @@
 #include "analyzer/prometheus.h"
 
-#include <unistd.h>
-
 #include <charconv>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 
 namespace perftracker::analyzer {
 namespace {
@@ -103,8 +97,7 @@ void PrometheusText::Family(const std::string& name, const std::string& type,
   families_.push_back({name, type, help, {}});
 }
 
-void PrometheusText::Sample(const std::string& name, const PrometheusLabels& labels,
-                            double value) {
+void PrometheusText::Sample(const std::string& name, const PrometheusLabels& labels, double value) {
   for (FamilyData& f : families_) {
     if (f.name != name) continue;
     std::string rendered;
@@ -122,8 +115,8 @@ std::string PrometheusText::str() const {
     out += "# HELP " + f.name + " " + PrometheusHelp(f.help) + "\n";
     out += "# TYPE " + f.name + " " + f.type + "\n";
     for (const auto& [labels, value] : f.samples) {
-      out += f.name + (labels.empty() ? "" : "{" + labels + "}") + " " + PrometheusValue(value) +
-             "\n";
+      out +=
+          f.name + (labels.empty() ? "" : "{" + labels + "}") + " " + PrometheusValue(value) + "\n";
     }
   }
   return out;
@@ -159,28 +152,6 @@ std::string WatchMetrics(const std::string& job, const std::vector<WatchRankStep
            "Unix time of the watch round that wrote this file.");
   t.Sample("perftracker_watch_last_round_timestamp_seconds", {{"job", job}}, round_unix_s);
   return t.str();
-}
-
-bool WriteFileAtomically(const std::string& path, const std::string& text, std::string* error) {
-  // Beside the target (same filesystem, so rename is atomic); a name the textfile collector
-  // ignores (it reads *.prom only) while it is being written.
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream os(tmp, std::ios::binary | std::ios::trunc);
-    os << text;
-    os.flush();
-    if (!os.good()) {
-      *error = "cannot write " + tmp;
-      std::remove(tmp.c_str());
-      return false;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    *error = "cannot rename " + tmp + " to " + path + ": " + std::strerror(errno);
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
 }
 
 }  // namespace perftracker::analyzer

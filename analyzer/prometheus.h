@@ -49,8 +49,4 @@ struct WatchRankStep {
 std::string WatchMetrics(const std::string& job, const std::vector<WatchRankStep>& steps,
                          const WatchState& state, double round_unix_s);
 
-// Writes `text` to a temporary file beside `path`, then renames it over `path`, so a reader
-// (the textfile collector) never sees half a file. False and *error on failure.
-bool WriteFileAtomically(const std::string& path, const std::string& text, std::string* error);
-
 }  // namespace perftracker::analyzer

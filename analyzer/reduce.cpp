@@ -1,13 +1,10 @@
 // perftracker reduce DIR -o FILE [--jobs N] [--last N] [--since DURATION] [--iterations A:B]:
 // one node's ring files (or reduced files: reductions compose) into one reduced file, run by the
 // cluster's scheduler as a task per node, so only reduced files cross the network
-// (examples/launch/reduce_*.sh).
+// (examples/launch: slurm.sbatch, reduce_daemonset.yaml, reduce_nodes.sh).
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-
+#include "analyzer/atomic_file.h"
 #include "analyzer/cli.h"
 #include "analyzer/ingest.h"
 #include "analyzer/progress.h"
@@ -58,23 +55,6 @@ bool ParseOptions(std::span<const std::string> args, Options* o, std::string* er
   return error->empty();
 }
 
-// Writes beside `path` and renames over it: a reader (or a gather step racing a slow node) never
-// sees half a file, and a failed write leaves no file at all.
-bool WriteAtomically(const std::string& path, const std::vector<uint8_t>& bytes,
-                     std::string* error) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  bool ok = f != nullptr && std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  if (f != nullptr) ok = (std::fflush(f) == 0 && fsync(fileno(f)) == 0) && ok;
-  if (f != nullptr) ok = std::fclose(f) == 0 && ok;
-  if (ok) ok = std::rename(tmp.c_str(), path.c_str()) == 0;
-  if (!ok) {
-    *error = path + ": " + std::strerror(errno);
-    std::remove(tmp.c_str());
-  }
-  return ok;
-}
-
 std::string Mib(double bytes) { return FormatNumber("%.1f MiB", bytes / (1 << 20)); }
 
 }  // namespace
@@ -100,7 +80,9 @@ int ReduceCommand(std::span<const std::string> args, std::ostream& out, std::ost
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   const std::vector<uint8_t> bytes = EncodeReduced(set, host);
-  if (bytes.empty() || !WriteAtomically(o.output, bytes, &error)) {
+  if (bytes.empty() ||
+      !WriteFileAtomically(o.output, {reinterpret_cast<const char*>(bytes.data()), bytes.size()},
+                           &error)) {
     err << "perftracker reduce: " << (bytes.empty() ? "cannot encode" : error) << "\n";
     return kExitUsage;
   }

@@ -11,14 +11,15 @@
 // run, to say what is wrong now. The cost is bounded by K: older records are never decoded. What
 // watch keeps between rounds is each file's size and modification time: a round where no file
 // changed has nothing new to say and reads nothing.
-#include <csignal>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <map>
 #include <thread>
 
+#include "analyzer/atomic_file.h"
 #include "analyzer/cli.h"
 #include "analyzer/ingest.h"
 #include "analyzer/prometheus.h"
@@ -51,8 +52,7 @@ bool ParseOptions(std::span<const std::string> args, Options* o, std::string* er
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     const bool valued = a == "--interval" || a == "--exit-on" || a == "--prometheus" ||
-                        a == "--windows" || a == "--top" || a == "--min-score" ||
-                        a == "--rounds";
+                        a == "--windows" || a == "--top" || a == "--min-score" || a == "--rounds";
     if (valued && i + 1 >= args.size()) {
       *error = a + " needs a value";
       return false;
@@ -138,8 +138,7 @@ Fingerprint FilesNow(const std::string& root) {
     f[root].second = fs::last_write_time(root, ec).time_since_epoch().count();
     return f;
   }
-  fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec),
-      end;
+  fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec), end;
   for (; !ec && it != end; it.increment(ec)) {
     std::error_code file_ec;
     const auto ext = it->path().extension();
@@ -161,8 +160,7 @@ std::string Timestamp() {
   gmtime_r(&t, &tm);
   char buf[64];
   std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<int>(ms));
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
   return buf;
 }
 
@@ -237,9 +235,8 @@ class Watcher {
  private:
   void WriteMetrics(const RoundResult& r) {
     if (o_.prometheus.empty()) return;
-    const double unix_s = std::chrono::duration<double>(
-                              std::chrono::system_clock::now().time_since_epoch())
-                              .count();
+    const double unix_s =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     std::string error;
     if (!WriteFileAtomically(o_.prometheus, WatchMetrics(r.job, r.steps, r.state, unix_s),
                              &error)) {

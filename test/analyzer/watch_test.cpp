@@ -7,6 +7,7 @@
 #include <limits>
 #include <sstream>
 
+#include "analyzer/atomic_file.h"
 #include "analyzer/cli.h"
 #include "analyzer/prometheus.h"
 #include "analyzer/watch_events.h"
@@ -133,10 +134,10 @@ TEST_CASE("prometheus: label values and HELP are escaped per the text format",
   CHECK(analyzer::PrometheusLabelValue("a\\b") == "a\\\\b");
   CHECK(analyzer::PrometheusLabelValue("say \"hi\"") == "say \\\"hi\\\"");
   CHECK(analyzer::PrometheusLabelValue("two\nlines") == "two\\nlines");
-  CHECK(analyzer::PrometheusLabelValue("f\xC3\xA9") == "f\xC3\xA9");         // UTF-8 kept
-  CHECK(analyzer::PrometheusLabelValue("x\xFFy") == "x\xEF\xBF\xBDy");       // not UTF-8
-  CHECK(analyzer::PrometheusLabelValue("\xC3") == "\xEF\xBF\xBD");           // cut short
-  CHECK(analyzer::PrometheusLabelValue("\xED\xA0\x80") ==                    // a surrogate
+  CHECK(analyzer::PrometheusLabelValue("f\xC3\xA9") == "f\xC3\xA9");    // UTF-8 kept
+  CHECK(analyzer::PrometheusLabelValue("x\xFFy") == "x\xEF\xBF\xBDy");  // not UTF-8
+  CHECK(analyzer::PrometheusLabelValue("\xC3") == "\xEF\xBF\xBD");      // cut short
+  CHECK(analyzer::PrometheusLabelValue("\xED\xA0\x80") ==               // a surrogate
         "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
   CHECK(analyzer::PrometheusHelp("a \"q\" \\ \n") == "a \"q\" \\\\ \\n");
   CHECK(analyzer::PrometheusValue(0.25) == "0.25");
@@ -153,8 +154,7 @@ TEST_CASE("prometheus: HELP and TYPE before samples, one sample per series",
   t.Sample("m", {{"f", "a\"b"}}, 1);
   t.Sample("m", {{"f", "a\"b"}}, 2);  // the same series again replaces it
   t.Sample("m", {{"f", "c"}}, 3);
-  CHECK(t.str() ==
-        "# HELP m help\n# TYPE m gauge\nm{f=\"a\\\"b\"} 2\nm{f=\"c\"} 3\n");
+  CHECK(t.str() == "# HELP m help\n# TYPE m gauge\nm{f=\"a\\\"b\"} 2\nm{f=\"c\"} 3\n");
 
   const WatchState state{{Cand({3, 5}, "gpu_compute", "kern<\"x\">\n", 0.5)}, {}};
   const std::string text =
@@ -191,7 +191,8 @@ TEST_CASE("watch names a throttled GPU and ends on a hang with exit 3", "[analyz
   spec.shape.fault_factor = 1.3;
   WriteJob(dir + "/slow", spec);
   const std::string prom = dir + "/watch.prom";
-  CliResult r = Cli({"watch", dir + "/slow", "--json-lines", "--rounds", "1", "--prometheus", prom});
+  CliResult r =
+      Cli({"watch", dir + "/slow", "--json-lines", "--rounds", "1", "--prometheus", prom});
   INFO(r.out << r.err);
   REQUIRE(r.code == analyzer::kExitOk);
   const auto first = nlohmann::ordered_json::parse(r.out.substr(0, r.out.find('\n')));
