@@ -159,16 +159,28 @@ void ReadReducedFile(const std::string& path, const WindowSelection& selection, 
     out->diagnostics.Add(Diagnostic::kUnreadable, 1, error);
     return;
   }
-  const ReducedStatus status = DecodeReduced(bytes, out, &error);
-  static constexpr Diagnostic kFailures[] = {
-      Diagnostic::kNotRingFile,        Diagnostic::kNotRingFile,   Diagnostic::kCorruptHeader,
-      Diagnostic::kUnsupportedVersion, Diagnostic::kTruncatedTail, Diagnostic::kCrcMismatch};
-  if (status != ReducedStatus::kOk) {
-    out->diagnostics.Add(kFailures[static_cast<size_t>(status)], 1, path + ": " + error);
-    out->ranks.clear();  // counted as the one file it is
-    return;
+  Diagnostic failure = Diagnostic::kNotRingFile;
+  switch (DecodeReduced(bytes, out, &error)) {
+    case ReducedStatus::kOk:
+      if (!selection.everything()) out->diagnostics.Add(Diagnostic::kSelectionIgnored, 1, path);
+      return;
+    case ReducedStatus::kNotReduced:
+      break;
+    case ReducedStatus::kCorruptHeader:
+      failure = Diagnostic::kCorruptHeader;
+      break;
+    case ReducedStatus::kUnsupportedVersion:
+      failure = Diagnostic::kUnsupportedVersion;
+      break;
+    case ReducedStatus::kTruncated:
+      failure = Diagnostic::kTruncatedTail;
+      break;
+    case ReducedStatus::kCorruptPayload:
+      failure = Diagnostic::kCrcMismatch;
+      break;
   }
-  if (!selection.everything()) out->diagnostics.Add(Diagnostic::kSelectionIgnored, 1, path);
+  out->diagnostics.Add(failure, 1, path + ": " + error);
+  out->ranks.clear();  // counted as the one file it is
 }
 
 bool LooksReduced(const std::string& path) {
