@@ -130,6 +130,24 @@ struct Health {
   bool operator==(const Health&) const = default;
 };
 
+// Values match the SignalKind enum of window.fbs.
+enum class SignalKind : uint8_t {
+  kGauge = 0,    // min / max / sum over the samples
+  kCounter = 1,  // sum: the increase over the window; min / max: per sampling interval
+  kFlags = 2,    // bits: every bit seen set; sum: samples with any bit set
+};
+
+// A hardware or host signal sampled during the window (FORMAT.md "Hardware and host signals").
+struct Signal {
+  std::string name;    // "gpu.sm_clock_mhz": a name from FORMAT.md's list
+  std::string device;  // the instance: a GPU's PCI bus id, "mlx5_0/1", "eth0"; "" the host
+  SignalKind kind = SignalKind::kGauge;
+  uint32_t samples = 0;
+  double min = 0, max = 0, sum = 0;
+  uint64_t bits = 0;
+  bool operator==(const Signal&) const = default;
+};
+
 struct Window {
   uint64_t window_seq = 0;
   uint64_t iter_begin = 0;
@@ -149,6 +167,7 @@ struct Window {
   // The iteration thread's CPU time and run-queue delay (FORMAT.md); 0 and 0: unknown.
   uint64_t thread_cpu_ns = 0;
   uint64_t run_delay_ns = 0;
+  std::vector<Signal> signals;  // hardware and host samples; empty: none taken
   bool operator==(const Window&) const = default;
 };
 

@@ -90,6 +90,20 @@ Offset<fb::CollectiveColumns> EncodeCollectives(FlatBufferBuilder& b, std::vecto
                                      completed);
 }
 
+Offset<fb::SignalColumns> EncodeSignals(FlatBufferBuilder& b, const std::vector<Signal>& s) {
+  if (s.empty()) return 0;  // a window without samples is what writers produced before signals
+  using S = Signal;
+  const auto name = Strings(b, s, [](const S& x) -> const std::string& { return x.name; });
+  const auto device = Strings(b, s, [](const S& x) -> const std::string& { return x.device; });
+  const auto kind = Column<uint8_t>(b, s, [](const S& x) { return x.kind; });
+  const auto samples = Column<uint32_t>(b, s, [](const S& x) { return x.samples; });
+  const auto min = Column<double>(b, s, [](const S& x) { return x.min; });
+  const auto max = Column<double>(b, s, [](const S& x) { return x.max; });
+  const auto sum = Column<double>(b, s, [](const S& x) { return x.sum; });
+  const auto bits = Column<uint64_t>(b, s, [](const S& x) { return x.bits; });
+  return fb::CreateSignalColumns(b, name, device, kind, samples, min, max, sum, bits);
+}
+
 }  // namespace
 
 uint64_t FunctionId(FunctionKind kind, std::string_view name, uint64_t parent_id) {
@@ -177,6 +191,7 @@ std::span<const uint8_t> WindowEncoder::Encode(const Window& w) {
       duration, device, per_iter, self_duration, critical, captured);
 
   const auto collectives = EncodeCollectives(b, s, w.collectives);
+  const auto signals = EncodeSignals(b, w.signals);
   const std::vector<IterationStats> iters{w.iterations};
   const auto iter_hist = PackedHistograms(
       b, s, iters, [](const IterationStats& it) -> const Histogram& { return it.duration; });
@@ -189,7 +204,7 @@ std::span<const uint8_t> WindowEncoder::Encode(const Window& w) {
   const auto root = fb::CreateWindowSummary(
       b, w.window_seq, w.iter_begin, w.iter_end, w.start_mono_ns, w.end_mono_ns, w.start_real_ns,
       functions, collectives, iterations, health, w.detailed, w.critical_path, w.device_idle_ns,
-      w.cuda_runtimes, w.python_unrecorded, w.thread_cpu_ns, w.run_delay_ns);
+      w.cuda_runtimes, w.python_unrecorded, w.thread_cpu_ns, w.run_delay_ns, signals);
   fb::FinishWindowSummaryBuffer(b, root);
   return {b.GetBufferPointer(), b.GetSize()};
 }

@@ -3,6 +3,7 @@
 #include <flatbuffers/flatbuffers.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string_view>
 
@@ -184,6 +185,37 @@ bool DecodeCollectives(const fb::CollectiveColumns* c, std::vector<CollectivePat
          UnpackHistograms(c->launch_offset(), out, &P::launch_offset);
 }
 
+bool DecodeSignals(const fb::SignalColumns* c, std::vector<Signal>* out) {
+  out->clear();
+  if (c == nullptr || c->name() == nullptr) return true;
+  const size_t n = c->name()->size();
+  if (!Sized(c->device(), n) || !Sized(c->kind(), n) || !Sized(c->samples(), n) ||
+      !Sized(c->min(), n) || !Sized(c->max(), n) || !Sized(c->sum(), n) || !Sized(c->bits(), n)) {
+    return false;
+  }
+  out->reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    // A kind a newer writer added, or a value that is not a number, drops that signal only: the
+    // rest of the window is still good.
+    const uint8_t kind = At(c->kind(), i);
+    const double min = At(c->min(), i), max = At(c->max(), i), sum = At(c->sum(), i);
+    if (kind > static_cast<uint8_t>(SignalKind::kFlags) || !std::isfinite(min) ||
+        !std::isfinite(max) || !std::isfinite(sum)) {
+      continue;
+    }
+    Signal& s = out->emplace_back();
+    s.name.assign(StringAt(c->name(), i));
+    s.device.assign(StringAt(c->device(), i));
+    s.kind = static_cast<SignalKind>(kind);
+    s.samples = At(c->samples(), i);
+    s.min = min;
+    s.max = max;
+    s.sum = sum;
+    s.bits = At(c->bits(), i);
+  }
+  return true;
+}
+
 }  // namespace
 
 bool DecodeWindow(std::span<const uint8_t> bytes, Window* out, const DecodeOptions& options) {
@@ -214,6 +246,7 @@ bool DecodeWindow(std::span<const uint8_t> bytes, Window* out, const DecodeOptio
   out->run_delay_ns = w->run_delay_ns();
   if (!DecodeFunctions(w->functions(), options, &out->functions)) return false;
   if (!DecodeCollectives(w->collectives(), &out->collectives)) return false;
+  if (!DecodeSignals(w->signals(), &out->signals)) return false;
   out->iterations = IterationStats{};
   if (const fb::IterationStats* it = w->iterations()) {
     out->iterations.first = it->first();

@@ -1,10 +1,12 @@
 #include <flatbuffers/flatbuffers.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "schemas/format/live.h"
 #include "schemas/format/window.h"
 #include "schemas/live_generated.h"
+#include "schemas/window_generated.h"
 #include "test/unit/ring_test_util.h"
 #include "tools/synthetic/synthetic.h"
 
@@ -59,6 +61,55 @@ TEST_CASE("the Python-unrecorded flag round-trips; absent reads as false", "[cod
   CHECK(RoundTrip(w).python_unrecorded);
   CHECK(RoundTrip(w) == w);
   CHECK_FALSE(RoundTrip(Window{}).python_unrecorded);
+}
+
+TEST_CASE("hardware and host signals round-trip; absent reads as none", "[codec]") {
+  Window w = synthetic::MakeWindow(synthetic::JobShape{}, 5, 8, 3);
+  w.signals.push_back({"gpu.sm_clock_mhz", "0000:3b:00.0", format::SignalKind::kGauge, 3, 1410,
+                       1980, 5010, 0});
+  w.signals.push_back({"nic.port_rcv_errors", "mlx5_0/1", format::SignalKind::kCounter, 2, 0, 7,
+                       7, 0});
+  w.signals.push_back({"gpu.throttle_reasons", "0000:3b:00.0", format::SignalKind::kFlags, 3, 0,
+                       0, 2, 0x40});
+  const Window out = RoundTrip(w);
+  CHECK(out == w);
+  CHECK(out.signals[1].kind == format::SignalKind::kCounter);
+  CHECK(RoundTrip(Window{}).signals.empty());
+
+  // The signals are measured data: they must not enter the static tail that is compressed once.
+  format::WindowEncoder encoder;
+  Window bare = w;
+  bare.signals.clear();
+  const auto a = encoder.Encode(bare);
+  const std::vector<uint8_t> tail(a.end() - static_cast<long>(encoder.static_tail_size()), a.end());
+  const auto b = encoder.Encode(w);
+  CHECK(std::vector<uint8_t>(b.end() - static_cast<long>(encoder.static_tail_size()), b.end()) ==
+        tail);
+}
+
+TEST_CASE("a signal of an unknown kind or a non-finite value is dropped, not the window",
+          "[codec]") {
+  flatbuffers::FlatBufferBuilder b;
+  auto names = b.CreateVectorOfStrings({"gpu.future", "host.load", "gpu.nan"});
+  auto devices = b.CreateVectorOfStrings({"", "", ""});
+  const std::vector<uint8_t> kinds{9, 0, 0};
+  const std::vector<uint32_t> samples{1, 2, 1};
+  const std::vector<double> min{1, 0.5, std::nan("")}, max{1, 1.5, 1}, sum{1, 2, 1};
+  const std::vector<uint64_t> bits{0, 0, 0};
+  const auto signals = perftracker::fb::CreateSignalColumns(
+      b, names, devices, b.CreateVector(kinds), b.CreateVector(samples), b.CreateVector(min),
+      b.CreateVector(max), b.CreateVector(sum), b.CreateVector(bits));
+  perftracker::fb::WindowSummaryBuilder root(b);
+  root.add_window_seq(4);
+  root.add_signals(signals);
+  perftracker::fb::FinishWindowSummaryBuffer(b, root.Finish());
+  const std::vector<uint8_t> bytes(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+  Window out;
+  REQUIRE(format::DecodeWindow(bytes, &out));
+  CHECK(out.window_seq == 4);
+  REQUIRE(out.signals.size() == 1);
+  CHECK(out.signals[0].name == "host.load");
+  CHECK(out.signals[0].max == 1.5);
 }
 
 TEST_CASE("function ids follow kind, name and caller, and agree across ranks", "[codec]") {
