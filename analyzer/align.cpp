@@ -255,6 +255,7 @@ void FoldWindow(const format::Window& w, Catalog* catalog, RankData* rank, FoldS
   AddFunctions(w, *fn_index, slot);
   AddCollectives(w, *coll_index, slot);
   rank->iteration_hist.Merge(w.iterations.duration);
+  rank->AddSignals(w);
   ++rank->windows;
   while (rank->slots.size() > kMaxSlots) Rekey(rank, rank->shift + 1);
 }

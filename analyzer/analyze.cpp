@@ -215,6 +215,7 @@ Report Analyze(std::unique_ptr<Dataset> dataset, const Thresholds& thresholds) {
   AttachHelperEvidence(ds, &rep.candidates);
   AttachBeta(frame, &rep.candidates);
   AttachWhatIf(rep.median_iteration_s, &rep.candidates);
+  rep.signal_warnings = AttachSignals(SignalDeviations(ds), &rep.candidates);
   rep.heat = BuildHeat(frame, rep.candidates);
   rep.links.cells = LinkRates(frame, &rep.links.net);
   rep.own_step_s = OwnStepTimes(frame);

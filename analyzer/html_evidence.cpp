@@ -207,6 +207,9 @@ void CandidateSection(const Candidate& c, size_t index, std::ostream& out) {
       << EvidenceSentences(c) << "</p>\n";
   CallPath(c.evidence, out);
   Parts(c.evidence, out);
+  for (const Json& sig : c.evidence.value("signals", Json::array())) {
+    out << "<p>Why: " << HtmlEscape(sig.value("text", std::string())) << ".</p>\n";
+  }
   out << "<details><summary>Raw evidence (JSON)</summary><pre>"
       << HtmlEscape(JsonText(c.evidence, 2)) << "</pre></details>\n</section>\n";
 }

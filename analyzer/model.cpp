@@ -151,4 +151,23 @@ const Slot* RankData::FindSlot(uint64_t key) const {
   return it != slots.end() && it->key == key ? &*it : nullptr;
 }
 
+void RankData::AddSignals(const format::Window& w) {
+  if (w.signals.empty()) return;
+  const double window_ns = static_cast<double>(w.end_mono_ns - std::min(w.end_mono_ns, w.start_mono_ns));
+  for (const format::Signal& s : w.signals) {
+    auto it = std::find_if(signals.begin(), signals.end(), [&](const SignalTotal& t) {
+      return t.kind == s.kind && t.name == s.name && t.device == s.device;
+    });
+    if (it == signals.end()) {
+      it = signals.insert(signals.end(), SignalTotal{s.name, s.device, s.kind, 0, s.min, s.max});
+    }
+    it->min = it->samples == 0 ? s.min : std::min(it->min, s.min);
+    it->max = it->samples == 0 ? s.max : std::max(it->max, s.max);
+    it->samples += s.samples;
+    it->sum += s.sum;
+    it->bits |= s.bits;
+    it->window_ns += window_ns;
+  }
+}
+
 }  // namespace perftracker::analyzer

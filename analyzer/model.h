@@ -126,6 +126,20 @@ struct Slot {
   void Merge(const Slot& other);
 };
 
+// One hardware or host signal of a rank over the windows read (FORMAT.md "signals"), summed as
+// the windows carry it: a gauge's min / max / sum over its samples, a counter's increase, a
+// flag set's bits and flagged samples; window_ns is the length of the windows that carried it,
+// which turns a counter's increase into a rate.
+struct SignalTotal {
+  std::string name;
+  std::string device;
+  format::SignalKind kind = format::SignalKind::kGauge;
+  uint64_t samples = 0;
+  double min = 0, max = 0, sum = 0;
+  uint64_t bits = 0;
+  double window_ns = 0;
+};
+
 struct RankData {
   // Renumbers every slot's functions and collectives: index i becomes fn_map[i] / coll_map[i].
   void Remap(const std::vector<uint32_t>& fn_map, const std::vector<uint32_t>& coll_map);
@@ -141,7 +155,10 @@ struct RankData {
   uint64_t python_unrecorded_windows = 0;  // windows missing Python functions (FORMAT.md)
   int shift = 0;                           // slot key = iter_begin >> shift
   std::vector<Slot> slots;                 // sorted by key
+  std::vector<SignalTotal> signals;        // in the order first seen
 
+  // Adds a window's signals (a few dozen: a linear search by name and device is cheapest).
+  void AddSignals(const format::Window& w);
   int rank() const { return identity.rank; }
   const Slot* FindSlot(uint64_t key) const;
   Slot* FindSlot(uint64_t key) {

@@ -135,6 +135,13 @@ Offset<rfb::Rank> EncodeRank(flatbuffers::FlatBufferBuilder& b, const RankData& 
     live_off = b.CreateVector(bytes.data(), bytes.size());
   }
   const auto counts = b.CreateVector(r.iteration_hist.counts);
+  std::vector<Offset<rfb::Signal>> signals;
+  for (const SignalTotal& t : r.signals) {
+    signals.push_back(rfb::CreateSignal(b, b.CreateString(t.name), b.CreateString(t.device),
+                                        static_cast<uint8_t>(t.kind), t.samples, t.min, t.max,
+                                        t.sum, t.bits, t.window_ns));
+  }
+  const auto signals_off = signals.empty() ? 0 : b.CreateVector(signals);
   const auto job = b.CreateString(id.job_id), host = b.CreateString(id.hostname),
              version = b.CreateString(id.library_version), path = b.CreateString(r.path);
   rfb::RankBuilder rb(b);
@@ -169,6 +176,7 @@ Offset<rfb::Rank> EncodeRank(flatbuffers::FlatBufferBuilder& b, const RankData& 
   rb.add_python_unrecorded_windows(r.python_unrecorded_windows);
   rb.add_shift(r.shift);
   rb.add_slots(slots_off);
+  if (!signals.empty()) rb.add_signals(signals_off);
   return rb.Finish();
 }
 
@@ -246,6 +254,19 @@ bool DecodeRank(const rfb::Rank& in, const std::vector<uint32_t>& fn_map,
   r->python_unrecorded_windows = in.python_unrecorded_windows();
   r->shift = in.shift();
   if (r->shift < 0 || r->shift > 63) return false;
+  if (const auto* signals = in.signals()) {
+    for (const rfb::Signal* t : *signals) {
+      // As in a window: a kind this reader does not know, or a non-finite value, is skipped.
+      if (t->kind() > static_cast<uint8_t>(format::SignalKind::kFlags) ||
+          !std::isfinite(t->min()) || !std::isfinite(t->max()) || !std::isfinite(t->sum()) ||
+          !PlausibleSum(t->window_ns())) {
+        continue;
+      }
+      r->signals.push_back(SignalTotal{Str(t->name()), Str(t->device()),
+                                       static_cast<format::SignalKind>(t->kind()), t->samples(),
+                                       t->min(), t->max(), t->sum(), t->bits(), t->window_ns()});
+    }
+  }
   const auto* slots = in.slots();
   if (slots != nullptr && slots->size() > kMaxSlots) return false;
   for (flatbuffers::uoffset_t k = 0; slots != nullptr && k < slots->size(); ++k) {

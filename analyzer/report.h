@@ -11,6 +11,7 @@
 #include "analyzer/json_window.h"
 #include "analyzer/model.h"
 #include "analyzer/peers.h"
+#include "analyzer/signals.h"
 
 namespace perftracker::analyzer {
 
@@ -62,6 +63,8 @@ struct Report {
   std::vector<Hang> hangs;
   HeatMap heat;
   LinkMatrix links;
+  // Hardware or host signals that deviate where no candidate needs a reason (signals.h).
+  std::vector<SignalDeviation> signal_warnings;
   Thresholds thresholds;
 };
 

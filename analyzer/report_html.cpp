@@ -84,6 +84,9 @@ void Verdict(const Report& rep, std::ostream& out) {
         << FormatSeconds(c.evidence["what_if"].value("step_without_s", 0.0)) << " per step)";
   }
   out << ".";
+  for (const Json& sig : c.evidence.value("signals", Json::array())) {
+    out << " Why: " << HtmlEscape(sig.value("text", std::string())) << ".";
+  }
   if (rep.candidates.size() > 1) {
     out << " " << rep.candidates.size() - 1 << " more candidate"
         << (rep.candidates.size() == 2 ? "" : "s") << " below.";
@@ -131,6 +134,10 @@ void Inputs(const Report& rep, std::ostream& out) {
   out << (any ? "</table>\n" : "<p>Clean: no damage, no drops.</p>\n");
   for (const std::string& m : ds.diagnostics.messages())
     out << "<div class=note>" << HtmlEscape(m) << "</div>\n";
+  for (const SignalDeviation& d : rep.signal_warnings) {
+    out << "<p class=note>Hardware: " << HtmlEscape(d.text)
+        << ", with no performance deviation to explain.</p>\n";
+  }
   for (const RankData& r : ds.ranks) {
     if (r.python_unrecorded_windows == 0) continue;
     out << "<p class=note>Rank " << r.rank() << ": Python functions missing from "

@@ -98,6 +98,8 @@ Json ReportJson(const Report& rep, size_t top) {
   }
   Json hangs = Json::array();
   for (const Hang& h : rep.hangs) hangs.push_back(HangJson(h));
+  Json warnings = Json::array();
+  for (const SignalDeviation& d : rep.signal_warnings) warnings.push_back(d.ToJson());
   return {{"schema", 4},
           {"tool", std::string("perftracker ") + format::kLibraryVersion},
           {"ranks", RanksJson(*rep.dataset)},
@@ -105,7 +107,8 @@ Json ReportJson(const Report& rep, size_t top) {
           {"iterations", IterationsJson(rep)},
           {"peer_groups", groups},
           {"candidates", cands},
-          {"hangs", hangs}};
+          {"hangs", hangs},
+          {"signal_warnings", warnings}};
 }
 
 }  // namespace perftracker::analyzer

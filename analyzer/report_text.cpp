@@ -45,6 +45,9 @@ void Header(const Report& rep, std::ostream& out) {
         << " windows (another tool's frame evaluator did not call ours); its Python functions "
            "compare with their peers' only where they were recorded\n";
   }
+  for (const SignalDeviation& d : rep.signal_warnings) {
+    out << "warning: " << Clean(d.text, 140) << ", with no performance deviation to explain\n";
+  }
   double lo = 1e300, hi = 0, p99 = 0;
   for (const RankIterations& it : rep.iterations) {
     if (it.count == 0) continue;
@@ -231,6 +234,9 @@ void Candidates(const Report& rep, size_t top, std::ostream& out) {
       out << ")\n";
     }
     WritePathAndParts(c.evidence, out);
+    for (const Json& sig : c.evidence.value("signals", Json::array())) {
+      out << "      why: " << Clean(sig.value("text", std::string()), 110) << "\n";
+    }
   }
 }
 
