@@ -1,6 +1,5 @@
 // The exported NVML entry points: argument checks and return codes as NVML documents them, values
 // from nvml_model.cpp.
-#include <atomic>
 #include <mutex>
 
 #include "core/config.h"
