@@ -38,6 +38,14 @@ namespace simgpu {
     "R:S[:MS] NCCL op S stalls MS simulated ms on rank R's link (forever without MS)")           \
   X(jitter, double, "SIMGPU_JITTER", 0.0, "relative random jitter of every duration (0.05=5%)")  \
   X(seed, int64, "SIMGPU_SEED", 1, "seed of the jitter")                                         \
+  X(nvml, int64, "SIMGPU_NVML", 1, "0: nvmlInit fails with NVML_ERROR_DRIVER_NOT_LOADED")        \
+  X(nvml_throttle, string, "SIMGPU_NVML_THROTTLE", "",                                           \
+    "clock event reasons per rank while slowed: R=hw_thermal[+sw_power...] or R=0x40,..")       \
+  X(nvml_temp, string, "SIMGPU_NVML_TEMP", "", "GPU temperature per rank, C: R=T[@A[-B]],..")    \
+  X(nvml_pcie_replays, string, "SIMGPU_NVML_PCIE_REPLAYS", "", "PCIe replays per second: R=N,..") \
+  X(nvml_ecc, string, "SIMGPU_NVML_ECC", "", "corrected ECC errors per second: R=N,..")          \
+  X(nvml_nvlink_errors, string, "SIMGPU_NVML_NVLINK_ERRORS", "",                                 \
+    "NVLink errors per second (link 0): R=N,..")                                                 \
   X(verbose, int64, "SIMGPU_VERBOSE", 0, "1: print the resolved configuration on stderr")
 
 // A factor that applies to a set of ranks (an inclusive range), optionally only while the

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/config.h"
+#include "core/pci.h"
 #include "core/registry.h"
 #include "cudart/runtime_internal.h"
 #include "cudart/runtime_state.h"
@@ -34,7 +35,9 @@ void FillProperties(cudaDeviceProp* p, int device) {
   p->minor = 0;
   p->multiProcessorCount = static_cast<int>(GetConfig().sm_count);
   p->concurrentKernels = 1;
-  p->pciBusID = 0x18 + device;
+  p->pciBusID = simgpu::PciBusOf(device);
+  p->pciDeviceID = simgpu::kPciDevice;
+  p->pciDomainID = simgpu::kPciDomain;
   p->asyncEngineCount = 2;
   p->unifiedAddressing = 1;
   p->l2CacheSize = 50 << 20;
@@ -69,6 +72,10 @@ int Attribute(cudaDeviceAttr attr, int device) {
       return 1;
     case cudaDevAttrPciBusId:
       return p.pciBusID;
+    case cudaDevAttrPciDeviceId:
+      return p.pciDeviceID;
+    case cudaDevAttrPciDomainId:
+      return p.pciDomainID;
     case cudaDevAttrMaxSharedMemoryPerBlock:
       return static_cast<int>(p.sharedMemPerBlock);
     case cudaDevAttrL2CacheSize:
@@ -138,7 +145,10 @@ cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
 cudaError_t cudaDeviceGetPCIBusId(char* bus_id, int len, int device) {
   if (!bus_id || len <= 0) return Fail(cudaErrorInvalidValue);
   if (!ValidDevice(device)) return Fail(cudaErrorInvalidDevice);
-  std::snprintf(bus_id, len, "0000:%02x:00.0", 0x18 + device);
+  // CUDA's form: 4-digit domain, upper-case hex (NCCL lower-cases it to match sysfs; NVML's own
+  // busId has an 8-digit domain).
+  std::snprintf(bus_id, len, "%04X:%02X:%02X.%X", simgpu::kPciDomain, simgpu::PciBusOf(device),
+                simgpu::kPciDevice, simgpu::kPciFunction);
   return cudaSuccess;
 }
 

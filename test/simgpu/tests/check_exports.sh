@@ -29,5 +29,20 @@ for lib in libcudart.so.13 libnccl.so.2 libcupti.so.13 libcuda.so.1 libcublas.so
   [ "$(readelf -d "$ours/$lib" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')" = "$lib" ] ||
     { echo "FAIL $lib: wrong SONAME"; status=1; }
 done
+# No real libnvidia-ml.so.1 ships with the toolkit: check its shape instead. The driver's exports
+# its nvml* API unversioned (no version node), like libcuda.so.1.
+nvml="$ours/libnvidia-ml.so.1"
+if [ -e "$nvml" ]; then
+  odd=$(symbols "$nvml" | grep -v '^nvml[A-Za-z0-9_]*@Base$' || true)
+  if [ -n "$odd" ]; then
+    echo "FAIL libnvidia-ml.so.1 exports versioned or non-NVML symbols:"
+    echo "$odd"
+    status=1
+  else
+    echo "ok libnvidia-ml.so.1: $(symbols "$nvml" | wc -l) unversioned nvml* symbols"
+  fi
+  [ "$(readelf -d "$nvml" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')" = "libnvidia-ml.so.1" ] ||
+    { echo "FAIL libnvidia-ml.so.1: wrong SONAME"; status=1; }
+fi
 rm -f /tmp/simgpu-ours.$$ /tmp/simgpu-real.$$
 exit $status
