@@ -112,16 +112,46 @@ def run_job(cmd, env, log_path, timeout_s, until=None, poll_s=3.0):
         return proc.returncode, "exited"
 
 
-def node_command(tools, s, node, port):
+FAKE_HOST = os.path.join(REPO, "test", "support", "fake_host.py")
+
+
+def host_roots(out_dir, node):
+    root = os.path.join(out_dir, f"host{node}")
+    return {"PERFTRACKER_SYSFS_ROOT": os.path.join(root, "sys"),
+            "PERFTRACKER_PROCFS_ROOT": os.path.join(root, "proc")}
+
+
+def start_hosts(s, out_dir):
+    """Builds each node's fake /sys and /proc and starts advancing its counters (the scenario's
+    rates on its node, idle counters elsewhere); returns the processes to stop."""
+    procs = []
+    for node in range(s.nodes):
+        root = os.path.join(out_dir, f"host{node}")
+        subprocess.run([PYTHON, FAKE_HOST, "build", root, "--ib", "mlx5_0:1", "--cgroup", "/job"],
+                       check=True)
+        rates = [arg for rate in s.hosts.get(node, []) for arg in ("--rate", rate)]
+        procs.append(subprocess.Popen([PYTHON, FAKE_HOST, "run", root] + rates))
+    return procs
+
+
+def stop_hosts(procs):
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        p.wait()
+
+
+def node_command(tools, s, node, port, out_dir=None):
     """One node of a multi-node job: its own hostname (a UTS namespace), torchrun's static
-    rendezvous on this machine."""
+    rendezvous on this machine; with fake hosts, its own /sys and /proc roots."""
     script = os.path.join(REPO, "examples", "sim_train", "sim_train.py")
     per_node = s.nproc // s.nodes
     launch = [PYTHON, "-m", "torch.distributed.run", "--nnodes", str(s.nodes), "--node_rank",
               str(node), "--nproc_per_node", str(per_node), "--master_addr", "127.0.0.1",
               "--master_port", str(port), "--redirects", "1", "--tee", "1", script] + s.args
-    return ["unshare", "--uts", "sh", "-c", f'hostname "$0" && exec "$@"', f"node{node}"] + \
-        launch
+    roots = [f"{k}={v}" for k, v in host_roots(out_dir, node).items()] if s.hosts else []
+    return (["env"] + roots if roots else []) + \
+        ["unshare", "--uts", "sh", "-c", f'hostname "$0" && exec "$@"', f"node{node}"] + launch
 
 
 def sim_train_paths(tools):
@@ -140,18 +170,28 @@ def free_port():
 
 def run(s, tools, out_dir, until=None, timeout_s=300):
     """Runs scenario `s` with its ring files under out_dir/<s.name>; see run_job."""
+    hosts = start_hosts(s, out_dir) if s.hosts else []
+    try:
+        return run_scenario_job(s, tools, out_dir, until, timeout_s)
+    finally:
+        stop_hosts(hosts)
+
+
+def run_scenario_job(s, tools, out_dir, until, timeout_s):
     simgpu = s.job == "sim_train"
     env = job_env(tools, out_dir, s.name, s.env, simgpu)
     log = os.path.join(out_dir, "job.log")
     if s.job == "torch_ddp":
         return run_job(torch_ddp_command(s.nproc, s.args), env, log, timeout_s, until)
     if s.nodes == 1:
+        if s.hosts:
+            env.update(host_roots(out_dir, 0))
         return run_job(sim_train_command(tools, s.nproc, s.args), env, log, timeout_s, until)
     env.update(sim_train_paths(tools))
     env["SIMGPU_RANKS_PER_NODE"] = str(s.nproc // s.nodes)
     port = free_port()
     # The nodes as one job: a shell starts them all and fails when one fails.
-    starts = "".join(f"{shlex.join(node_command(tools, s, n, port))} & pids=\"$pids $!\"\n"
+    starts = "".join(f"{shlex.join(node_command(tools, s, n, port, out_dir))} & pids=\"$pids $!\"\n"
                      for n in range(s.nodes))
     script = starts + "fail=0; for p in $pids; do wait $p || fail=1; done; exit $fail"
     return run_job(["sh", "-c", script], env, log, timeout_s, until)

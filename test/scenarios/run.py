@@ -63,14 +63,31 @@ def helpers_ok(c, e):
     return any(re.search(e.helpers, b["function"]) for r in ranks for b in r.get("busiest", []))
 
 
+def why_ok(c, e):
+    """The verdict's hardware and host reasons (evidence signals) say what the fault was."""
+    if not e.why:
+        return True
+    texts = "\n".join(x.get("text", "") for x in c.get("evidence", {}).get("signals", []))
+    return re.search(e.why, texts) is not None
+
+
+def warning_ok(s, report):
+    if not s.warning:
+        return True
+    return any(re.search(s.warning, w.get("text", "")) for w in report.get("signal_warnings", []))
+
+
 def judge(s, report, everything):
     """(passed, summary): the verdict on the reported candidates, scores from all of them."""
     cands = report["candidates"]
     if s.expect is None:
         top = everything["candidates"][0] if everything["candidates"] else None
         ok = not cands and not report.get("hangs")
-        return ok, f"expected none; first {describe(cands[0] if cands else None)}; " \
-                   f"best below threshold {describe(top)}"
+        warned = warning_ok(s, report)
+        return ok and warned, f"expected none; first {describe(cands[0] if cands else None)}; " \
+                              f"best below threshold {describe(top)}" + \
+            ("" if warned else f"; no warning matching {s.warning!r}: "
+                               f"{[w['text'] for w in report.get('signal_warnings', [])]}")
     true = next((c for c in everything["candidates"] if matches(c, s.expect)), None)
     runner = next((c for c in everything["candidates"] if c is not true), None)
     margin = ""
@@ -79,8 +96,12 @@ def judge(s, report, everything):
     elif true:
         margin = "; margin inf"
     ok = bool(cands) and matches(cands[0], s.expect) and hang_frames_ok(report, s.expect) and \
-        gemm_ok(cands[0], s.expect) and helpers_ok(cands[0], s.expect)
+        gemm_ok(cands[0], s.expect) and helpers_ok(cands[0], s.expect) and warning_ok(s, report)
     first = "" if ok else f"; first {describe(cands[0] if cands else None)}"
+    if cands and matches(cands[0], s.expect) and not why_ok(cands[0], s.expect):
+        ok = False
+        reasons = [x.get("text") for x in cands[0].get("evidence", {}).get("signals", [])]
+        first += f"; reasons {reasons} do not match {s.expect.why!r}"
     return ok, f"true cause {describe(true)}; runner-up {describe(runner)}{margin}{first}"
 
 

@@ -18,6 +18,9 @@ class Expect:
     # > 0: a GEMM among the verdict's parts runs at most this fraction of its peers' TFLOP/s
     gemm_tflops_below: float = 0
     helpers: str = ""  # regex a busiest function of the ranks' helper processes must match
+    # regex the verdict's hardware and host reasons (evidence signals' texts, one per line) must
+    # match: the verdict says *why*
+    why: str = ""
 
 
 @dataclass
@@ -33,6 +36,11 @@ class Scenario:
     nodes: int = 1  # > 1: one torchrun per node, each under its own hostname
     hang: bool = False  # watch for the hang, then SIGKILL the job
     analyze_args: list = field(default_factory=list)  # extra `perftracker analyze` options
+    # Fake /sys and /proc trees, one per node (test/support/fake_host.py), whose counters advance
+    # while the job runs: node -> its `fake_host.py run` rates (["nic.rx_errors@mlx5_0/1=40"]).
+    # Every node gets a tree (with idle counters) as soon as one has rates.
+    hosts: dict = field(default_factory=dict)
+    warning: str = ""  # regex a signal warning (a deviation no verdict explains) must match
 
 
 # What the simulated cluster's links give (SIMGPU_NVLINK_GBPS, SIMGPU_NIC_GBPS defaults), as a
@@ -54,8 +62,10 @@ ALL8 = list(range(8))
 
 SCENARIOS = [
     Scenario("gpu_throttled", "one throttled GPU: kernels x1.3 on rank 3", "sim_train", 8, DP,
-             {"SIMGPU_COMPUTE_SLOWDOWN": "3=1.3"},
-             Expect("gpu_compute", [3], r"kernel|gemm|flash|nccl", gemm_tflops_below=0.9),
+             {"SIMGPU_COMPUTE_SLOWDOWN": "3=1.3", "SIMGPU_NVML_THROTTLE": "3=hw_thermal"},
+             Expect("gpu_compute", [3], r"kernel|gemm|flash|nccl", gemm_tflops_below=0.9,
+                    why=r"rank 3: SM clock 1,523 MHz vs peers 1,980 MHz \(max 1,980 MHz\)(?s:.*)"
+                        r"rank 3: throttle reasons: HW thermal slowdown"),
              ci=True),
     # The same GPU throttles only from the middle of the run: half of the windows are clean.
     Scenario("gpu_throttled_halfway", "rank 3's GPU throttles (x1.3) from step 30 of 60",
@@ -76,12 +86,22 @@ SCENARIOS = [
     Scenario("bad_link", "one bad network link between ranks 2 and 6 (2 nodes of 4): x0.3",
              "sim_train", 8, PP, {"SIMGPU_LINK_FACTOR": "2-6=0.3"},
              Expect("communication_link", [2, 6], r"link"), nodes=2, ci=True),
+    # The same bad link, and the port of node 1 that carries it counts receive and symbol
+    # errors (fake sysfs counters advancing while the job runs): the link verdict says why.
+    Scenario("bad_link_nic_errors", "bad link 2-6 (x0.3), node 1's mlx5_0/1 port counting errors",
+             "sim_train", 8, PP, {"SIMGPU_LINK_FACTOR": "2-6=0.3"},
+             Expect("communication_link", [2, 6], r"link",
+                    why=r"host node1 \(ranks 4-7\): receive errors [\d.]+/s vs peers 0\.00/s "
+                        r"on mlx5_0/1"),
+             nodes=2, hosts={1: ["nic.rx_errors@mlx5_0/1=40", "nic.link_errors@mlx5_0/1=4"]},
+             ci=True),
     Scenario("bad_node_links", "every link of node 1 (ranks 4-7 of 16) x0.3", "sim_train", 16,
              PP, {"SIMGPU_LINK_FACTOR": "n1=0.3"},
              Expect("communication_link", [4, 5, 6, 7], r"node"), nodes=4),
     Scenario("pcie_degraded", "host<->device copies x4 on rank 5", "sim_train", 8,
              DP + ["--input-mb", "256"], {"SIMGPU_PCIE_SLOWDOWN": "5=4"},
-             Expect("gpu_memory", [5], r"memcpy|copy|Memcpy")),
+             Expect("gpu_memory", [5], r"memcpy|copy|Memcpy",
+                    why=r"rank 5: PCIe width x4 vs peers x16 \(max x16\)")),
     Scenario("slow_loader", "slow data loader on rank 3 (+15 ms a batch)", "sim_train", 8, DP,
              {"SIM_TRAIN_SLOW_LOADER": "3=15"},
              Expect("dataloader", [3], r"DataLoader|slow_loader|data"), ci=True),
@@ -106,6 +126,16 @@ SCENARIOS = [
     Scenario("cpu_contention", "CPU contention on rank 1 (2 busy threads)", "sim_train", 8, DP,
              {"SIM_TRAIN_CPU_CONTENTION": "1=2"},
              Expect("host_cpu|python", [1], r"^all |is_set|_spin|faults\.py"), ci=True),
+    # One host of four is oversubscribed from outside the job (CPU steal, its cgroup's quota):
+    # its rank's host code is slower (2 busy threads stand in for the stolen CPU) and the host's
+    # counters say why.
+    Scenario("host_steal", "rank 2's host: CPU steal 30% and cgroup throttling (4 hosts of 1)",
+             "sim_train", 4, DP, {"SIM_TRAIN_CPU_CONTENTION": "2=2"},
+             Expect("host_cpu|python", [2], r"^all |is_set|_spin|faults\.py",
+                    why=r"host node2 \(ranks 2\): CPU steal [\d.]+ % vs peers [\d.]+ %(?s:.*)"
+                        r"cgroup CPU-throttled periods"),
+             nodes=4, hosts={2: ["host.cpu_steal_pct=30", "host.cgroup_throttled_periods=8",
+                                 "host.cgroup_throttled_ns=150000000"]}, ci=True),
     Scenario("hang_missing_rank", "rank 5 stops before NCCL op 40, job SIGKILLed", "sim_train",
              8, ["--iters", "1000", "--log-every", "1000"], {"SIMGPU_HANG": "5:40"},
              Expect("hang", [5], r"all_reduce", hang="non_communication"), hang=True),
@@ -133,6 +163,11 @@ SCENARIOS = [
     # critical path: the job is no slower, so nothing is a candidate.
     Scenario("roles_clean", "clean, rank 0 logs more (3 ms of Python a step, hidden behind the "
              "device)", "sim_train", 8, DP, {"SIM_TRAIN_PY_ROUTINE": "0=3"}, None),
+    # Clean, but rank 3's GPU runs 33 °C warmer than its peers and keeps pace: a warning for
+    # the operator, never a candidate.
+    Scenario("clean_warm_gpu", "clean, rank 3's GPU at 88 °C (peers 55 °C), not slower",
+             "sim_train", 8, DP, {"SIMGPU_NVML_TEMP": "3=88"}, None,
+             warning=r"rank 3: temperature 88 °C vs peers 55 °C", ci=True),
     Scenario("clean_16", "clean, 16 ranks on 2 nodes of 8 GPUs, 3% jitter", "sim_train", 16, DP,
              {}, None, nodes=2),
     Scenario("torch_slow_loader", "real torch DDP (CPU, gloo): slow data loader on rank 2",
