@@ -2,7 +2,7 @@
 """Checks that preload/'s includes point one way (preload/README.md).
 
 - preload/core/ includes only core/ (and schemas/, system headers): it knows no family.
-- A family folder (cuda/, driver/, nccl/, python/) includes core/, itself, and only the headers
+- A family folder (cuda/, driver/, nccl/, python/, hw/) includes core/, itself, and only the headers
   another family offers to the others (PUBLIC below), never another family's internals.
 - preload/bootstrap.cpp, the start-up that wires the families together, may include any of them.
 - Every include of a preload/ header names a file that exists.
@@ -14,7 +14,7 @@ import pathlib
 import re
 import sys
 
-FAMILIES = ("cuda", "driver", "nccl", "python")
+FAMILIES = ("cuda", "driver", "nccl", "python", "hw")
 
 # What a family offers the other families. cuda/cuda_hook.h is the shape of every hook that
 # records device work on a stream (the driver tier's launches and NCCL's collectives use it).

@@ -14,6 +14,7 @@
 
 #include "preload/core/event_ring.h"
 #include "preload/core/recorder_state.h"
+#include "preload/core/signal_set.h"
 #include "schemas/format/live.h"
 #include "schemas/format/window.h"
 
@@ -35,6 +36,9 @@ class Aggregator {
   void AddSchedStat(uint64_t cpu_ns, uint64_t run_delay_ns);
   // Per-communicator progress and the iteration count, for the live slot.
   format::LiveState Live(uint64_t now_ns) const;
+
+  // Hardware and host samples of the open window (writer ticks add them; Build takes them).
+  SignalSet& signals() { return signals_; }
 
   uint64_t iterations() const { return iterations_; }
   uint64_t windows_done() const { return window_seq_; }
@@ -105,6 +109,7 @@ class Aggregator {
   std::unordered_map<uint64_t, Slot> py_native_;  // (python << 32 | target) -> kPyNative slot
   std::vector<CollectiveAcc> collectives_;
   std::vector<CommState> comms_;
+  SignalSet signals_;
 };
 
 }  // namespace perftracker::preload

@@ -117,6 +117,7 @@ format::Window Aggregator::Build(uint64_t end_ns, const Tables& tables) {
   w.cuda_runtimes = g_cuda_runtime_nodes.exchange(0, std::memory_order_relaxed);
   g_cuda_runtime_nodes_ever.fetch_or(w.cuda_runtimes, std::memory_order_relaxed);
   w.python_unrecorded = g_python_unrecorded.Overlaps(window_start_ns_, end_ns);
+  signals_.TakeWindow(&w.signals);
   w.thread_cpu_ns = thread_cpu_ns_;
   w.run_delay_ns = run_delay_ns_;
   critical_path_ = false;

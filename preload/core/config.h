@@ -62,6 +62,11 @@ namespace perftracker::preload {
     "with one (`dataloader`, `sync`, `collective`, `gc`, `python`), recognize them as it")     \
   X(PY_FORCE_VERSION, String, py_force_version, nullptr,                                       \
     "testing: treat the interpreter as this `3.N` version (an unknown one: pass-through)")     \
+  X(SIGNAL_MS, Uint, signal_ms, 1000,                                                          \
+    "how often the writer samples GPU (NVML), NIC (sysfs) and host (procfs) signals; 0 = never") \
+  X(SYSFS_ROOT, String, sysfs_root, nullptr, "testing: read `/sys` paths under this directory") \
+  X(PROCFS_ROOT, String, procfs_root, nullptr,                                                 \
+    "testing: read `/proc` paths (`/proc/self/cgroup` too) under this directory")                \
   X(TEST_WRITE_DELAY_MS, Uint, test_write_delay_ms, 0,                                          \
     "testing: the writer sleeps this long before each ring-file write (a slow disk)")          \
   X(TEST_WATCH_MS, Uint, test_watch_ms, 1000,                                                   \

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <mutex>
 #include <unordered_map>
 
 #include "preload/core/log.h"
@@ -17,7 +18,6 @@ namespace {
 std::atomic<ThreadRing*> g_rings{nullptr};
 uint64_t g_ring_events = 1 << 16;
 std::atomic<PythonStackProvider> g_python_stack{nullptr};
-std::atomic<WriterTick> g_writer_tick{nullptr};
 std::atomic<uint32_t> g_host_sample_every{8};
 
 struct FunctionKey {
@@ -181,8 +181,24 @@ Slot InternCollective(uint64_t comm_id, uint32_t comm_size, uint32_t comm_rank,
 }
 
 void SetPythonStackProvider(PythonStackProvider provider) { g_python_stack.store(provider); }
-void SetWriterTick(WriterTick tick) { g_writer_tick.store(tick); }
-WriterTick GetWriterTick() { return g_writer_tick.load(); }
+WriterTicks& GetWriterTicks() {
+  static WriterTicks ticks;
+  return ticks;
+}
+
+void AddWriterTick(WriterTick tick, uint64_t period_ns) {
+  static std::mutex mu;  // registrants only; the writer reads the published count
+  std::lock_guard lock(mu);
+  WriterTicks& t = GetWriterTicks();
+  const int n = t.count.load(std::memory_order_relaxed);
+  for (int i = 0; i < n; ++i) {
+    if (t.ticks[i] == tick) return;
+  }
+  if (n >= WriterTicks::kMax) return;
+  t.ticks[n] = tick;
+  t.period_ns[n] = period_ns;
+  t.count.store(n + 1, std::memory_order_release);
+}
 PythonStackProvider GetPythonStackProvider() { return g_python_stack.load(); }
 
 FlushCallbacks& GetFlushCallbacks() {

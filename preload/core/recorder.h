@@ -48,6 +48,12 @@ inline void NoteCudaRuntimeNode(int node) {
 // Every node called in a window already written (the writer's: runtime_visibility.cpp).
 inline std::atomic<uint32_t> g_cuda_runtime_nodes_ever{0};
 
+// What the process uses, for the writer's samplers (hw/): the CUDA device ordinal it last made
+// current (cuda/'s cudaSetDevice hook; -1 none, and then device 0 once CUDA is used), and whether
+// it created an NCCL communicator (nccl/). Written on cold paths only.
+inline std::atomic<int> g_cuda_device{-1};
+inline std::atomic<bool> g_nccl_used{false};
+
 // Monotonic nanoseconds (CLOCK_MONOTONIC through the vDSO): the time base of every event.
 uint64_t NowNs();
 
@@ -67,11 +73,12 @@ Slot InternCollective(uint64_t comm_id, uint32_t comm_size, uint32_t comm_rank,
 using PythonStackProvider = void (*)(std::vector<std::string>* frames);
 void SetPythonStackProvider(PythonStackProvider provider);
 
-// Runs on the writer thread about once a second (PERFTRACKER_TEST_WATCH_MS), holding none of
-// the recorder's locks and not the GIL: for checks that must not wait for hooked code to call in
-// (the CPython hooks: is our frame evaluator still installed?). It must not block.
+// Runs on the writer thread every `period_ns` (0: about once a second, PERFTRACKER_TEST_WATCH_MS),
+// holding none of the recorder's locks and not the GIL: for work that must not wait for hooked
+// code to call in (the CPython hooks: is our frame evaluator still installed?; the hardware
+// samplers). It must not block for long. Registering a tick twice keeps the first; at most 4.
 using WriterTick = void (*)();
-void SetWriterTick(WriterTick tick);
+void AddWriterTick(WriterTick tick, uint64_t period_ns = 0);
 
 // ---- hot path -----------------------------------------------------------------------------
 

@@ -61,6 +61,13 @@ struct FlushCallbacks {
 };
 FlushCallbacks& GetFlushCallbacks();
 PythonStackProvider GetPythonStackProvider();
-WriterTick GetWriterTick();
+// The writer ticks (AddWriterTick), read by the writer thread: `count` published after its entry.
+struct WriterTicks {
+  static constexpr int kMax = 4;
+  std::atomic<int> count{0};
+  WriterTick ticks[kMax] = {};
+  uint64_t period_ns[kMax] = {};
+};
+WriterTicks& GetWriterTicks();
 
 }  // namespace perftracker::preload

@@ -68,6 +68,7 @@ struct WriterState {
   uint64_t last_live_ns = 0;
   uint64_t last_tick_ns = 0;
   uint64_t tick_ns = 1'000'000'000;  // PERFTRACKER_TEST_WATCH_MS
+  uint64_t last_family_tick_ns[WriterTicks::kMax] = {};  // AddWriterTick's, by index
   uint64_t windows_written = 0;
   uint64_t windows_failed = 0;
   bool warned_write = false;
@@ -183,6 +184,19 @@ void WriteLive(WriterState& w, uint64_t now) {
   w.last_live_ns = now;
 }
 
+// The families' ticks that are due. After the windows finished this round were taken: what a
+// tick adds (signal samples) belongs to the window open now.
+void RunTicks(WriterState& w, uint64_t now) {
+  WriterTicks& ticks = GetWriterTicks();
+  const int n = ticks.count.load(std::memory_order_acquire);
+  for (int i = 0; i < n; ++i) {
+    const uint64_t period = ticks.period_ns[i] != 0 ? ticks.period_ns[i] : w.tick_ns;
+    if (w.last_family_tick_ns[i] != 0 && now - w.last_family_tick_ns[i] < period) continue;
+    w.last_family_tick_ns[i] = now;
+    ticks.ticks[i]();
+  }
+}
+
 // One round: drain every ring, order, aggregate, write what is finished.
 void Round(WriterState& w) {
   if (w.yielded) return;
@@ -228,9 +242,9 @@ void Round(WriterState& w) {
   w.mode_trigger->Poll(now);
   while (auto window = w.aggregator->TakeFinished(now, tables)) Append(w, *window);
   if (now - w.last_live_ns >= 1'000'000'000ull) WriteLive(w, now);
+  RunTicks(w, now);
   if (now - w.last_tick_ns >= w.tick_ns) {
     w.last_tick_ns = now;
-    if (WriterTick tick = GetWriterTick()) tick();
     CheckCudaRuntimeVisible();
     YieldedToRanks(w);
   }
@@ -385,6 +399,10 @@ bool StartWriter(const Config& config, format::Identity identity, OutputDir dir,
   InstallExitPaths();
   return true;
 }
+
+SignalSet* WriterSignals() { return g_writer ? &g_writer->aggregator->signals() : nullptr; }
+
+bool WriterIsHelper() { return g_writer != nullptr && g_writer->identity.helper_of != 0; }
 
 void Flush() {
   if (g_writer == nullptr || getpid() != g_writer->pid) return;

@@ -6,6 +6,7 @@
 
 #include "preload/core/config.h"
 #include "preload/core/output_dir.h"
+#include "preload/core/signal_set.h"
 #include "schemas/format/ring_file.h"
 
 namespace perftracker::preload {
@@ -21,5 +22,11 @@ namespace perftracker::preload {
 // yields -- removes it and goes passive -- as soon as a rank of the run registers.
 bool StartWriter(const Config& config, format::Identity identity, OutputDir dir,
                  bool lone = false);
+
+// For writer ticks (recorder.h AddWriterTick), which run on the writer thread: the open window's
+// hardware and host signals (null before the writer started).
+SignalSet* WriterSignals();
+// True in a helper process of a rank (identity.h): it records its own calls, not the host's.
+bool WriterIsHelper();
 
 }  // namespace perftracker::preload

@@ -56,6 +56,7 @@ uint64_t HashBytes(const void* data, size_t size, uint64_t seed) {
 
 void RegisterComm(ncclComm_t comm, uint64_t id) {
   if (comm == nullptr) return;
+  g_nccl_used.store(true, std::memory_order_relaxed);  // the hardware samplers' cue (hw/)
   CommEntry* e = Lookup(comm, true);
   if (e == nullptr) return;
   e->live.store(false, std::memory_order_relaxed);

@@ -158,7 +158,7 @@ void WatchEvalHook() {
 void StartEvalWatch() {
   g_interp = g_api.InterpreterGet();
   g_last_called_ns = NowNs();
-  SetWriterTick(&WatchEvalHook);
+  AddWriterTick(&WatchEvalHook);
 }
 
 void MarkPythonExiting() { g_python_exiting.store(true); }

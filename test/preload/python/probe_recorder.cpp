@@ -109,7 +109,7 @@ Slot InternCollective(uint64_t, uint32_t, uint32_t, format::CollectiveOp, int32_
 }
 
 void SetPythonStackProvider(PythonStackProvider provider) { g_provider = provider; }
-void SetWriterTick(WriterTick) {}  // no writer thread here: the gc-time check alone
+void AddWriterTick(WriterTick, uint64_t) {}  // no writer thread here: the gc-time check alone
 
 void RecordCall(Slot slot, uint64_t, uint64_t duration_ns, uint64_t self_ns, uint64_t, uint64_t) {
   std::lock_guard lock(g_mutex);
