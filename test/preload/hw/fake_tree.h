@@ -2,6 +2,7 @@
 // replaced by rename, as a test that changes counters between two samples would.
 #pragma once
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
