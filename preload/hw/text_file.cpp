@@ -8,19 +8,14 @@ namespace perftracker::preload::hw {
 std::optional<std::string_view> ReadText(const char* path, char* buf, size_t cap) {
   const int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
-  size_t used = 0;
-  while (used + 1 < cap) {
-    const ssize_t n = read(fd, buf + used, cap - 1 - used);
-    if (n < 0) {
-      close(fd);
-      return std::nullopt;  // sysfs says "no value now" with an error (a down link's speed)
-    }
-    if (n == 0) break;
-    used += static_cast<size_t>(n);
-  }
+  // One read: sysfs and procfs hand over a small file (and /proc/stat its first page) in one,
+  // so no second read to see the end. An error is sysfs saying "no value now" (a down link's
+  // speed).
+  const ssize_t n = read(fd, buf, cap - 1);
   close(fd);
-  buf[used] = '\0';
-  return std::string_view(buf, used);
+  if (n < 0) return std::nullopt;
+  buf[n] = '\0';
+  return std::string_view(buf, static_cast<size_t>(n));
 }
 
 bool ParseU64(std::string_view text, uint64_t* out) {

@@ -10,8 +10,8 @@
 
 namespace perftracker::preload::hw {
 
-// The first `cap` - 1 bytes of `path` (enough for every file read here: the `cpu` line of
-// /proc/stat comes first), or nullopt when it cannot be read. The view points into `buf`.
+// The first `cap` - 1 bytes of `path`, in one read (enough for every file read here: the `cpu`
+// line of /proc/stat comes first), or nullopt when it cannot be read. The view points into `buf`.
 std::optional<std::string_view> ReadText(const char* path, char* buf, size_t cap);
 
 // A decimal number at the start of `text` (after blanks); false if there is none.
