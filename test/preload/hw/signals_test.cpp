@@ -76,8 +76,10 @@ std::map<std::string, format::Signal> Signals(const RankRun& run) {
       format::Signal& a = all[s.name + "@" + s.device];
       a.name = s.name;
       a.device = s.device;
+      a.kind = s.kind;
       a.samples += s.samples;
       a.sum += s.sum;
+      a.bits |= s.bits;
     }
   }
   return all;
@@ -113,9 +115,7 @@ TEST_CASE("a GPU and NCCL rank without NVML or InfiniBand warns once per source 
   CHECK(signals.at("host.load1@").samples >= 10);  // every 50 ms for 1.5 s
   CHECK(signals.count("nic.rx_bytes@eth0") == 1);
   CHECK(signals.count("nic.up@lo") == 0);
-  if (nvml) {  // simgpu's stand-in: device 1 (cudaSetDevice) by the bus id CUDA gives it
-    CHECK(signals.count("gpu.sm_clock_mhz@0000:19:00.0") == 1);
-  } else {
+  if (!nvml) {  // else simgpu's own stand-in answers (its knobs, not this test's)
     for (const auto& [key, s] : signals) CHECK(key.substr(0, 4) != "gpu.");
   }
 }
@@ -161,4 +161,48 @@ TEST_CASE("PERFTRACKER_SIGNAL_MS=0 samples nothing; NCCL_IB_HCA chooses the port
   CHECK(signals.count("nic.rate_gbps@mlx5_1/1") == 1);
   CHECK(signals.count("nic.rate_gbps@mlx5_0/1") == 0);
   CHECK(signals.count("nic.rate_gbps@eth0") == 1);
+}
+
+TEST_CASE("with NVML, the device the rank made current is sampled by CUDA's bus id") {
+  FakeTree tree;
+  WriteHost(tree);
+  const RankRun run = RunRank(
+      "gpu", tree,
+      {{"LD_LIBRARY_PATH", std::string(PT_FAKE_NVML_DIR) + ":" + PT_SIMGPU_LIB}});
+  INFO(run.stderr_text);
+  REQUIRE(run.status == 0);
+  CHECK(Count(run.stderr_text, kNvmlWarning) == 0);
+  const auto signals = Signals(run);
+  const std::string gpu = "@0000:19:00.0";  // simgpu's device 1 (cudaSetDevice(1))
+  REQUIRE(signals.count("gpu.sm_clock_mhz" + gpu) == 1);
+  const auto mean = [&](const std::string& name) {
+    const format::Signal& s = signals.at(name + gpu);
+    return s.sum / s.samples;
+  };
+  CHECK(mean("gpu.sm_clock_mhz") == 1410);
+  CHECK(mean("gpu.sm_clock_max_mhz") == 1980);
+  CHECK(mean("gpu.mem_clock_mhz") == 1593);
+  CHECK(mean("gpu.power_mw") == 300000);
+  CHECK(mean("gpu.power_limit_mw") == 400000);
+  CHECK(mean("gpu.temperature_c") == 87);
+  CHECK(mean("gpu.utilization_pct") == 97);
+  CHECK(mean("gpu.mem_utilization_pct") == 40);
+  CHECK(mean("gpu.pcie_width") == 8);
+  CHECK(mean("gpu.pcie_width_max") == 16);
+  CHECK(mean("gpu.pcie_gen") == 4);
+  // Throttle reasons through the pre-535 name, as flags: every sample had HW thermal set.
+  const format::Signal& reasons = signals.at("gpu.throttle_reasons" + gpu);
+  CHECK(reasons.kind == format::SignalKind::kFlags);
+  CHECK(reasons.bits == 0x40);
+  CHECK(reasons.sum == reasons.samples);
+  // Counters by increase: ECC grows by 2 a sample, replays stand still.
+  const format::Signal& ecc = signals.at("gpu.ecc_corrected" + gpu);
+  CHECK(ecc.kind == format::SignalKind::kCounter);
+  CHECK(ecc.sum == 2 * ecc.samples);
+  CHECK(signals.at("gpu.pcie_replays" + gpu).sum == 0);
+  CHECK(signals.at("gpu.ecc_uncorrected" + gpu).sum == 0);
+  // Not supported by this GPU: absent.
+  CHECK(signals.count("gpu.nvlink_errors" + gpu) == 0);
+  CHECK(signals.count("gpu.remapped_rows" + gpu) == 0);
+  CHECK(signals.count("gpu.remap_pending" + gpu) == 0);
 }
