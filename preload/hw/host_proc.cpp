@@ -135,7 +135,8 @@ HostSampler::HostSampler(const char* procfs_root, const char* sysfs_root)
                 Rooted(procfs_root, "/proc", "/pressure/io")} {
   std::string rel;
   const std::string cgroup = Rooted(procfs_root, "/proc", "/self/cgroup");
-  if (auto text = ReadText(cgroup.c_str(), buf_, sizeof buf_); text && CgroupCpuStatPath(*text, &rel)) {
+  if (auto text = ReadText(cgroup.c_str(), buf_, sizeof buf_);
+      text && CgroupCpuStatPath(*text, &rel)) {
     cpu_stat_ = Rooted(sysfs_root, "/sys", rel);
   }
 }

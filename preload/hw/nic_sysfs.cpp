@@ -31,7 +31,9 @@ constexpr CounterSpec kIbCounters[] = {
       "counters/port_rcv_switch_relay_errors"},
      1},
     // Receive buffers overrun at the port, and mlx5's packets dropped for want of a receive WQE.
-    {"nic.rx_discards", {"counters/excessive_buffer_overrun_errors", "hw_counters/out_of_buffer"}, 1},
+    {"nic.rx_discards",
+     {"counters/excessive_buffer_overrun_errors", "hw_counters/out_of_buffer"},
+     1},
     {"nic.tx_discards", {"counters/port_xmit_discards"}, 1},
     {"nic.link_errors",
      {"counters/symbol_error", "counters/link_error_recovery", "counters/link_downed",

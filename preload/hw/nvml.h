@@ -32,9 +32,27 @@ class NvmlSampler {
   std::string bus_id_;
   bool interned_ = false;
   enum Id {
-    kSm, kSmMax, kMem, kMemMax, kThrottle, kPower, kPowerLimit, kTemperature, kUtil, kMemUtil,
-    kPcieGen, kPcieGenMax, kPcieWidth, kPcieWidthMax, kReplays, kEccCorrected, kEccUncorrected,
-    kRemapped, kRemapPending, kNvlinkErrors, kIds
+    kSm,
+    kSmMax,
+    kMem,
+    kMemMax,
+    kThrottle,
+    kPower,
+    kPowerLimit,
+    kTemperature,
+    kUtil,
+    kMemUtil,
+    kPcieGen,
+    kPcieGenMax,
+    kPcieWidth,
+    kPcieWidthMax,
+    kReplays,
+    kEccCorrected,
+    kEccUncorrected,
+    kRemapped,
+    kRemapPending,
+    kNvlinkErrors,
+    kIds
   };
   SignalId ids_[kIds] = {};
 };

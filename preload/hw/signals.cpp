@@ -56,8 +56,10 @@ void SampleGpu(Samplers& s, SignalSet& signals) {
     std::string error;
     if (!s.nvml.Open(&error)) {
       s.gpu = Samplers::Gpu::kOff;
-      Warn("NVML is not available (%s); GPU clocks, power, temperature and errors are not "
-           "recorded", error.c_str());
+      Warn(
+          "NVML is not available (%s); GPU clocks, power, temperature and errors are not "
+          "recorded",
+          error.c_str());
       return;
     }
     s.gpu = Samplers::Gpu::kOpen;
@@ -90,8 +92,10 @@ void SampleSignals() {
   if (!s.warned_ib && !s.env.ib_disabled && !s.nics->has_infiniband() &&
       g_nccl_used.load(std::memory_order_relaxed)) {
     s.warned_ib = true;
-    Warn("no InfiniBand device under %s/class/infiniband; NIC signals come from network "
-         "interfaces only", ProcessConfig().sysfs_root ? ProcessConfig().sysfs_root : "/sys");
+    Warn(
+        "no InfiniBand device under %s/class/infiniband; NIC signals come from network "
+        "interfaces only",
+        ProcessConfig().sysfs_root ? ProcessConfig().sysfs_root : "/sys");
   }
   SampleGpu(s, *signals);
 }

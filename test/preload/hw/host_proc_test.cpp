@@ -55,9 +55,10 @@ TEST_CASE("/proc/self/cgroup names the cgroup's cpu.stat, v1 cpu controller firs
   CHECK(path == "/fs/cgroup/kubepods/pod1/c1/cpu.stat");
   REQUIRE(CgroupCpuStatPath("0::/\n", &path));
   CHECK(path == "/fs/cgroup/cpu.stat");
-  REQUIRE(CgroupCpuStatPath("12:memory:/slurm/job1\n4:cpu,cpuacct:/slurm/job1\n"
-                            "1:name=systemd:/x\n0::/x\n",
-                            &path));
+  REQUIRE(
+      CgroupCpuStatPath("12:memory:/slurm/job1\n4:cpu,cpuacct:/slurm/job1\n"
+                        "1:name=systemd:/x\n0::/x\n",
+                        &path));
   CHECK(path == "/fs/cgroup/cpu,cpuacct/slurm/job1/cpu.stat");
   REQUIRE(CgroupCpuStatPath("3:cpuacct,cpu:/\n", &path));
   CHECK(path == "/fs/cgroup/cpuacct,cpu/cpu.stat");
@@ -79,9 +80,10 @@ TEST_CASE("cpu.stat in v2 (usec) and v1 (ns) gives throttled time in ns", "[hw]"
 
 TEST_CASE("PSI gives the `some` line's total", "[hw]") {
   uint64_t us = 0;
-  REQUIRE(ParsePsiSomeTotalUs("some avg10=1.00 avg60=0.50 avg300=0.10 total=123456\n"
-                              "full avg10=0.00 avg60=0.00 avg300=0.00 total=99\n",
-                              &us));
+  REQUIRE(
+      ParsePsiSomeTotalUs("some avg10=1.00 avg60=0.50 avg300=0.10 total=123456\n"
+                          "full avg10=0.00 avg60=0.00 avg300=0.00 total=99\n",
+                          &us));
   CHECK(us == 123456);
   CHECK_FALSE(ParsePsiSomeTotalUs("full avg10=0.00 total=99\n", &us));
   CHECK_FALSE(ParsePsiSomeTotalUs("some avg10=0.00\n", &us));

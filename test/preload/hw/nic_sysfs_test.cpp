@@ -100,7 +100,8 @@ TEST_CASE("which NICs are sampled", "[hw]") {
     CHECK(nics.Devices() == Devices{"eth0", "ib0"});
   }
   SECTION("at most 16 instances") {
-    for (int i = 0; i < 20; ++i) t.Dir("sys/class/infiniband/mlx5_9/ports/" + std::to_string(i + 1));
+    for (int i = 0; i < 20; ++i)
+      t.Dir("sys/class/infiniband/mlx5_9/ports/" + std::to_string(i + 1));
     NicSampler nics(sys.c_str(), nullptr, nullptr, false);
     CHECK(nics.Devices().size() == NicSampler::kMaxInstances);
   }

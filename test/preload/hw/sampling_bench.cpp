@@ -18,15 +18,23 @@ const FakeTree& EightRailNode() {
   static const FakeTree* tree = [] {
     auto* t = new FakeTree();
     perftracker::test::WriteHost(*t);
-    static constexpr const char* kCounters[] = {
-        "counters/port_rcv_data", "counters/port_xmit_data", "counters/port_rcv_packets",
-        "counters/port_xmit_packets", "counters/port_rcv_errors",
-        "counters/port_rcv_remote_physical_errors", "counters/port_rcv_switch_relay_errors",
-        "counters/excessive_buffer_overrun_errors", "hw_counters/out_of_buffer",
-        "counters/port_xmit_discards", "counters/symbol_error", "counters/link_error_recovery",
-        "counters/link_downed", "counters/local_link_integrity_errors",
-        "hw_counters/np_ecn_marked_roce_packets", "hw_counters/np_cnp_sent",
-        "hw_counters/rp_cnp_handled"};
+    static constexpr const char* kCounters[] = {"counters/port_rcv_data",
+                                                "counters/port_xmit_data",
+                                                "counters/port_rcv_packets",
+                                                "counters/port_xmit_packets",
+                                                "counters/port_rcv_errors",
+                                                "counters/port_rcv_remote_physical_errors",
+                                                "counters/port_rcv_switch_relay_errors",
+                                                "counters/excessive_buffer_overrun_errors",
+                                                "hw_counters/out_of_buffer",
+                                                "counters/port_xmit_discards",
+                                                "counters/symbol_error",
+                                                "counters/link_error_recovery",
+                                                "counters/link_downed",
+                                                "counters/local_link_integrity_errors",
+                                                "hw_counters/np_ecn_marked_roce_packets",
+                                                "hw_counters/np_cnp_sent",
+                                                "hw_counters/rp_cnp_handled"};
     for (int i = 0; i < 8; ++i) {
       const std::string port = "sys/class/infiniband/mlx5_" + std::to_string(i) + "/ports/1/";
       t->Write(port + "rate", "400 Gb/sec (4X NDR)\n");
