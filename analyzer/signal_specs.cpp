@@ -70,13 +70,13 @@ constexpr std::array kSpecs = {
                true),
     Sp("host.cgroup_throttled_periods", "cgroup CPU-throttled periods", U::kPerSecond,
                +1, 0.5, 1, S::kHost, {}, true),
-    Sp("host.cgroup_throttled_ns", "cgroup CPU throttling", U::kStallShare, +1, 1, 1,
+    Sp("host.cgroup_throttled_ns", "cgroup CPU throttling, share of time", U::kStallShare, +1, 1, 1,
                S::kHost, {}, true),
-    Sp("host.cpu_pressure_ns", "CPU pressure", U::kStallShare, +1, 2, 1, S::kHost, {},
+    Sp("host.cpu_pressure_ns", "CPU pressure stalls, share of time", U::kStallShare, +1, 2, 1, S::kHost, {},
                true),
-    Sp("host.mem_pressure_ns", "memory pressure", U::kStallShare, +1, 2, 1, S::kHost, {},
+    Sp("host.mem_pressure_ns", "memory pressure stalls, share of time", U::kStallShare, +1, 2, 1, S::kHost, {},
                true),
-    Sp("host.io_pressure_ns", "I/O pressure", U::kStallShare, +1, 2, 1, S::kHost, {},
+    Sp("host.io_pressure_ns", "I/O pressure stalls, share of time", U::kStallShare, +1, 2, 1, S::kHost, {},
                true),
     // Per process, so compared by rank: a rank whose own threads are preempted.
     Sp("host.involuntary_switches", "involuntary context switches", U::kPerSecond, +1, 50,
@@ -123,7 +123,7 @@ std::string FormatSignal(const SignalSpec& spec, double v) {
     case U::kGeneration: return "Gen" + Grouped(v, "%.0f");
     case U::kGbps: return Grouped(v, "%.0f") + " Gb/s";
     case U::kPerSecond: return Grouped(v, v < 10 ? "%.2f" : "%.0f") + "/s";
-    case U::kStallShare: return Grouped(v, "%.1f") + " % of the time";
+    case U::kStallShare: return Grouped(v, "%.1f") + " %";
     case U::kBoolean: return v >= 0.5 ? "yes" : "no";
     case U::kFlags: return ThrottleReasons(static_cast<uint64_t>(v));
     case U::kNumber: break;

@@ -84,7 +84,8 @@ std::vector<Unit> UnitsOf(const Dataset& ds, std::string_view name, const Signal
 
 std::string Where(const Unit& u, const SignalSpec& spec) {
   if (!spec.node_wide) return "rank " + std::to_string(u.ranks.front());
-  return "host " + u.host + " (ranks " + RankListLabel(u.ranks) + ")";
+  return "host " + u.host + " (rank" + (u.ranks.size() == 1 ? " " : "s ") +
+         RankListLabel(u.ranks) + ")";
 }
 
 SignalDeviation Deviation(std::string_view name, const SignalSpec& spec, const Unit& u,

@@ -101,7 +101,10 @@ bool NvmlSampler::Attach(const std::string& bus_id) {
   nvmlDevice_t device = nullptr;
   if (g_api.handle_by_bus_id(bus_id.c_str(), &device) != NVML_SUCCESS) return false;
   device_ = device;
+  // CUDA writes the bus id in upper case, sysfs and NCCL in lower: the window says it as sysfs
+  // does, so a GPU reads the same in every tool.
   bus_id_ = bus_id;
+  for (char& c : bus_id_) c = static_cast<char>(c >= 'A' && c <= 'F' ? c - 'A' + 'a' : c);
   interned_ = false;
   return true;
 }

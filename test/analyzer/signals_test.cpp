@@ -173,7 +173,7 @@ TEST_CASE("host steal and cgroup throttling are the reason of that host's CPU ve
   REQUIRE(top["rank_set"] == Json::array({2}));
   const std::string why = Texts(top["evidence"]["signals"]);
   INFO(top.dump());
-  CHECK(why.find("host node2 (ranks 2): CPU steal 31.0 % vs peers") != std::string::npos);
+  CHECK(why.find("host node2 (rank 2): CPU steal 31.0 % vs peers") != std::string::npos);
   CHECK(why.find("cgroup CPU-throttled periods 5.00/s vs peers 0.00/s") != std::string::npos);
 }
 

@@ -132,8 +132,8 @@ SCENARIOS = [
     Scenario("host_steal", "rank 2's host: CPU steal 30% and cgroup throttling (4 hosts of 1)",
              "sim_train", 4, DP, {"SIM_TRAIN_CPU_CONTENTION": "2=2"},
              Expect("host_cpu|python", [2], r"^all |is_set|_spin|faults\.py",
-                    why=r"host node2 \(ranks 2\): CPU steal [\d.]+ % vs peers [\d.]+ %(?s:.*)"
-                        r"cgroup CPU-throttled periods"),
+                    why=r"(?s)(?=.*host node2 \(rank 2\): CPU steal [\d.]+ % vs peers [\d.]+ %)"
+                        r"(?=.*host node2 \(rank 2\): cgroup CPU-throttled periods)"),
              nodes=4, hosts={2: ["host.cpu_steal_pct=30", "host.cgroup_throttled_periods=8",
                                  "host.cgroup_throttled_ns=150000000"]}, ci=True),
     Scenario("hang_missing_rank", "rank 5 stops before NCCL op 40, job SIGKILLed", "sim_train",
