@@ -22,11 +22,10 @@ constexpr SignalSpec Sp(std::string_view name, std::string_view label, U unit, i
 // its peers' clock, 10 °C warmer, a lane fewer; any sustained error rate above twice the peers'.
 // Traffic is informational: a busier rank is not a broken one.
 constexpr std::array kSpecs = {
-    Sp("gpu.sm_clock_mhz", "SM clock", U::kMhz, -1, 30, 0.05, S::kGpu,
-               "gpu.sm_clock_max_mhz"),
+    Sp("gpu.sm_clock_mhz", "SM clock", U::kMhz, -1, 30, 0.05, S::kGpu, "gpu.sm_clock_max_mhz"),
     Sp("gpu.sm_clock_max_mhz", "SM clock maximum", U::kMhz, 0, 0, 0, S::kGpu),
     Sp("gpu.mem_clock_mhz", "memory clock", U::kMhz, -1, 30, 0.05, S::kGpu,
-               "gpu.mem_clock_max_mhz"),
+       "gpu.mem_clock_max_mhz"),
     Sp("gpu.mem_clock_max_mhz", "memory clock maximum", U::kMhz, 0, 0, 0, S::kGpu),
     Sp("gpu.throttle_reasons", "throttle reasons", U::kFlags, +1, 0, 0, S::kGpu),
     Sp("gpu.power_mw", "power draw", U::kMilliwatt, 0, 0, 0, S::kGpu),
@@ -34,15 +33,13 @@ constexpr std::array kSpecs = {
     Sp("gpu.temperature_c", "temperature", U::kCelsius, +1, 10, 0, S::kGpu),
     Sp("gpu.utilization_pct", "utilization", U::kPercent, 0, 0, 0, S::kGpu),
     Sp("gpu.mem_utilization_pct", "memory utilization", U::kPercent, 0, 0, 0, S::kGpu),
-    Sp("gpu.pcie_gen", "PCIe generation", U::kGeneration, -1, 1, 0, S::kPcie,
-               "gpu.pcie_gen_max"),
+    Sp("gpu.pcie_gen", "PCIe generation", U::kGeneration, -1, 1, 0, S::kPcie, "gpu.pcie_gen_max"),
     Sp("gpu.pcie_gen_max", "PCIe generation maximum", U::kGeneration, 0, 0, 0, S::kPcie),
     Sp("gpu.pcie_width", "PCIe width", U::kLanes, -1, 1, 0, S::kPcie, "gpu.pcie_width_max"),
     Sp("gpu.pcie_width_max", "PCIe width maximum", U::kLanes, 0, 0, 0, S::kPcie),
     Sp("gpu.pcie_replays", "PCIe replays", U::kPerSecond, +1, 0.01, 1, S::kPcie),
     Sp("gpu.ecc_corrected", "corrected ECC errors", U::kPerSecond, +1, 0.01, 1, S::kGpu),
-    Sp("gpu.ecc_uncorrected", "uncorrected ECC errors", U::kPerSecond, +1, 0.001, 1,
-               S::kGpu),
+    Sp("gpu.ecc_uncorrected", "uncorrected ECC errors", U::kPerSecond, +1, 0.001, 1, S::kGpu),
     Sp("gpu.remapped_rows", "remapped rows", U::kNumber, +1, 1, 0, S::kGpu),
     Sp("gpu.remap_pending", "row remap pending", U::kBoolean, +1, 0.5, 0, S::kGpu),
     Sp("gpu.nvlink_errors", "NVLink errors", U::kPerSecond, +1, 0.01, 1, S::kGpuLink),
@@ -52,12 +49,10 @@ constexpr std::array kSpecs = {
     Sp("nic.tx_packets", "packets sent", U::kPerSecond, 0, 0, 0, S::kNic, {}, true),
     Sp("nic.rx_errors", "receive errors", U::kPerSecond, +1, 0.01, 1, S::kNic, {}, true),
     Sp("nic.tx_errors", "send errors", U::kPerSecond, +1, 0.01, 1, S::kNic, {}, true),
-    Sp("nic.rx_discards", "receive discards", U::kPerSecond, +1, 0.01, 1, S::kNic, {},
-               true),
+    Sp("nic.rx_discards", "receive discards", U::kPerSecond, +1, 0.01, 1, S::kNic, {}, true),
     Sp("nic.tx_discards", "send discards", U::kPerSecond, +1, 0.01, 1, S::kNic, {}, true),
     Sp("nic.link_errors", "link errors", U::kPerSecond, +1, 0.01, 1, S::kNic, {}, true),
-    Sp("nic.ecn_marked", "ECN-marked packets", U::kPerSecond, +1, 10, 1, S::kNic, {},
-               true),
+    Sp("nic.ecn_marked", "ECN-marked packets", U::kPerSecond, +1, 10, 1, S::kNic, {}, true),
     Sp("nic.cnp_sent", "CNPs sent", U::kPerSecond, +1, 10, 1, S::kNic, {}, true),
     Sp("nic.cnp_handled", "CNPs handled", U::kPerSecond, +1, 10, 1, S::kNic, {}, true),
     Sp("nic.rate_gbps", "port rate", U::kGbps, -1, 1, 0.1, S::kNic, {}, true),
@@ -66,21 +61,20 @@ constexpr std::array kSpecs = {
     Sp("host.cpu_iowait_pct", "CPU iowait", U::kPercent, +1, 5, 1, S::kHost, {}, true),
     Sp("host.load1", "load average", U::kNumber, +1, 1, 0.5, S::kHost, {}, true),
     Sp("host.runnable", "runnable tasks", U::kNumber, +1, 1, 0.5, S::kHost, {}, true),
-    Sp("host.cgroup_periods", "cgroup CPU periods", U::kPerSecond, 0, 0, 0, S::kHost, {},
-               true),
-    Sp("host.cgroup_throttled_periods", "cgroup CPU-throttled periods", U::kPerSecond,
-               +1, 0.5, 1, S::kHost, {}, true),
+    Sp("host.cgroup_periods", "cgroup CPU periods", U::kPerSecond, 0, 0, 0, S::kHost, {}, true),
+    Sp("host.cgroup_throttled_periods", "cgroup CPU-throttled periods", U::kPerSecond, +1, 0.5, 1,
+       S::kHost, {}, true),
     Sp("host.cgroup_throttled_ns", "cgroup CPU throttling, share of time", U::kStallShare, +1, 1, 1,
-               S::kHost, {}, true),
-    Sp("host.cpu_pressure_ns", "CPU pressure stalls, share of time", U::kStallShare, +1, 2, 1, S::kHost, {},
-               true),
-    Sp("host.mem_pressure_ns", "memory pressure stalls, share of time", U::kStallShare, +1, 2, 1, S::kHost, {},
-               true),
-    Sp("host.io_pressure_ns", "I/O pressure stalls, share of time", U::kStallShare, +1, 2, 1, S::kHost, {},
-               true),
+       S::kHost, {}, true),
+    Sp("host.cpu_pressure_ns", "CPU pressure stalls, share of time", U::kStallShare, +1, 2, 1,
+       S::kHost, {}, true),
+    Sp("host.mem_pressure_ns", "memory pressure stalls, share of time", U::kStallShare, +1, 2, 1,
+       S::kHost, {}, true),
+    Sp("host.io_pressure_ns", "I/O pressure stalls, share of time", U::kStallShare, +1, 2, 1,
+       S::kHost, {}, true),
     // Per process, so compared by rank: a rank whose own threads are preempted.
-    Sp("host.involuntary_switches", "involuntary context switches", U::kPerSecond, +1, 50,
-               2, S::kHost),
+    Sp("host.involuntary_switches", "involuntary context switches", U::kPerSecond, +1, 50, 2,
+       S::kHost),
 };
 
 // printf's number with thousands separated: "1,523".
@@ -115,27 +109,41 @@ SignalSpec SpecOf(std::string_view name, bool* known) {
 
 std::string FormatSignal(const SignalSpec& spec, double v) {
   switch (spec.unit) {
-    case U::kMhz: return Grouped(v, "%.0f") + " MHz";
-    case U::kMilliwatt: return Grouped(v / 1000, "%.0f") + " W";
-    case U::kCelsius: return Grouped(v, "%.0f") + " °C";
-    case U::kPercent: return Grouped(v, "%.1f") + " %";
-    case U::kLanes: return "x" + Grouped(v, "%.0f");
-    case U::kGeneration: return "Gen" + Grouped(v, "%.0f");
-    case U::kGbps: return Grouped(v, "%.0f") + " Gb/s";
-    case U::kPerSecond: return Grouped(v, v < 10 ? "%.2f" : "%.0f") + "/s";
-    case U::kStallShare: return Grouped(v, "%.1f") + " %";
-    case U::kBoolean: return v >= 0.5 ? "yes" : "no";
-    case U::kFlags: return ThrottleReasons(static_cast<uint64_t>(v));
-    case U::kNumber: break;
+    case U::kMhz:
+      return Grouped(v, "%.0f") + " MHz";
+    case U::kMilliwatt:
+      return Grouped(v / 1000, "%.0f") + " W";
+    case U::kCelsius:
+      return Grouped(v, "%.0f") + " °C";
+    case U::kPercent:
+      return Grouped(v, "%.1f") + " %";
+    case U::kLanes:
+      return "x" + Grouped(v, "%.0f");
+    case U::kGeneration:
+      return "Gen" + Grouped(v, "%.0f");
+    case U::kGbps:
+      return Grouped(v, "%.0f") + " Gb/s";
+    case U::kPerSecond:
+      return Grouped(v, v < 10 ? "%.2f" : "%.0f") + "/s";
+    case U::kStallShare:
+      return Grouped(v, "%.1f") + " %";
+    case U::kBoolean:
+      return v >= 0.5 ? "yes" : "no";
+    case U::kFlags:
+      return ThrottleReasons(static_cast<uint64_t>(v));
+    case U::kNumber:
+      break;
   }
   return Grouped(v, v < 10 ? "%.2f" : "%.0f");
 }
 
 std::string ThrottleReasons(uint64_t bits) {
   static constexpr std::pair<uint64_t, const char*> kNames[] = {
-      {0x40, "HW thermal slowdown"}, {0x20, "SW thermal slowdown"}, {0x80, "HW power brake"},
-      {0x8, "HW slowdown"},          {0x4, "SW power cap"},         {0x2, "application clocks"},
-      {0x10, "sync boost"},          {0x1, "idle"},                 {0x100, "display clocks"}};
+      {0x40, "HW thermal slowdown"}, {0x20, "SW thermal slowdown"},
+      {0x80, "HW power brake"},      {0x8, "HW slowdown"},
+      {0x4, "SW power cap"},         {0x2, "application clocks"},
+      {0x10, "sync boost"},          {0x1, "idle"},
+      {0x100, "display clocks"}};
   std::string out;
   for (const auto& [bit, text] : kNames) {
     if ((bits & bit) == 0) continue;
@@ -152,10 +160,13 @@ std::string ThrottleReasons(uint64_t bits) {
 
 bool Explains(SignalScope scope, std::string_view category) {
   switch (scope) {
-    case S::kGpu: return category.starts_with("gpu_");
-    case S::kPcie: return category == "gpu_memory" || category == "communication_link";
+    case S::kGpu:
+      return category.starts_with("gpu_");
+    case S::kPcie:
+      return category == "gpu_memory" || category == "communication_link";
     case S::kGpuLink:
-    case S::kNic: return category.starts_with("communication_");
+    case S::kNic:
+      return category.starts_with("communication_");
     case S::kHost:
       return category == "host_cpu" || category == "python" || category == "dataloader" ||
              category == "gc";

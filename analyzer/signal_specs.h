@@ -9,9 +9,9 @@
 namespace perftracker::analyzer {
 
 enum class SignalUnit : uint8_t {
-  kNumber,      // shown as it is
+  kNumber,  // shown as it is
   kMhz,
-  kMilliwatt,   // shown in W
+  kMilliwatt,  // shown in W
   kCelsius,
   kPercent,
   kLanes,       // "x16"
@@ -36,9 +36,9 @@ struct SignalSpec {
   std::string_view name;
   std::string_view label;  // "SM clock"
   SignalUnit unit = SignalUnit::kNumber;
-  int worse = 0;          // +1 higher is worse, -1 lower is worse, 0 informational (not compared)
-  double floor = 0;       // a difference (in the shown unit) below this never matters
-  double relative = 0;    // nor one below this share of the peers' value
+  int worse = 0;        // +1 higher is worse, -1 lower is worse, 0 informational (not compared)
+  double floor = 0;     // a difference (in the shown unit) below this never matters
+  double relative = 0;  // nor one below this share of the peers' value
   SignalScope scope = SignalScope::kHost;
   std::string_view max_name;  // the signal holding its maximum (clocks, PCIe), if any
   bool node_wide = false;     // the same for every rank of a host (NICs, host): compared by host

@@ -67,9 +67,8 @@ std::vector<Unit> UnitsOf(const Dataset& ds, std::string_view name, const Signal
     if (!ValueOf(r, name, spec, &v)) continue;
     Value max;
     const double max_value =
-        !spec.max_name.empty() && ValueOf(r, spec.max_name, SpecOf(spec.max_name), &max)
-            ? max.value
-            : 0;
+        !spec.max_name.empty() && ValueOf(r, spec.max_name, SpecOf(spec.max_name), &max) ? max.value
+                                                                                         : 0;
     if (spec.node_wide) {
       const auto [it, fresh] = by_host.emplace(r.identity.hostname, units.size());
       if (!fresh) {
@@ -84,8 +83,8 @@ std::vector<Unit> UnitsOf(const Dataset& ds, std::string_view name, const Signal
 
 std::string Where(const Unit& u, const SignalSpec& spec) {
   if (!spec.node_wide) return "rank " + std::to_string(u.ranks.front());
-  return "host " + u.host + " (rank" + (u.ranks.size() == 1 ? " " : "s ") +
-         RankListLabel(u.ranks) + ")";
+  return "host " + u.host + " (rank" + (u.ranks.size() == 1 ? " " : "s ") + RankListLabel(u.ranks) +
+         ")";
 }
 
 SignalDeviation Deviation(std::string_view name, const SignalSpec& spec, const Unit& u,
@@ -101,8 +100,8 @@ SignalDeviation Deviation(std::string_view name, const SignalSpec& spec, const U
   d.max = u.max;
   d.text = Where(u, spec) + ": ";
   if (spec.unit == SignalUnit::kFlags) {
-    d.text += std::string(spec.label) + ": " + ThrottleReasons(u.value.bits) + " (peers: " +
-              ThrottleReasons(static_cast<uint64_t>(peers)) + ")";
+    d.text += std::string(spec.label) + ": " + ThrottleReasons(u.value.bits) +
+              " (peers: " + ThrottleReasons(static_cast<uint64_t>(peers)) + ")";
   } else {
     d.text += std::string(spec.label) + " " + FormatSignal(spec, d.value) + " vs peers " +
               FormatSignal(spec, peers);

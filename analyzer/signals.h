@@ -16,7 +16,7 @@ namespace perftracker::analyzer {
 struct Candidate;
 
 struct SignalDeviation {
-  std::string name;       // "gpu.sm_clock_mhz"
+  std::string name;  // "gpu.sm_clock_mhz"
   SignalScope scope = SignalScope::kHost;
   std::vector<int> ranks;  // the rank, or every rank of the host for a node-wide signal
   std::string host;        // node-wide signals: the host

@@ -2,6 +2,7 @@
 // verdict's ranks, in its part of the machine, is its reason; one with no verdict to explain is
 // a warning, never a candidate; peers that merely differ a little are nothing.
 #include <catch2/catch.hpp>
+#include <functional>
 #include <string>
 
 #include "test/analyzer/fixture.h"
@@ -48,6 +49,24 @@ void Set(format::Window* w, const std::string& name, double v) {
   }
 }
 
+// A small job of `ranks` on hosts of `per_host`, with one fault and every rank's healthy signals
+// edited by `edit` (after Healthy).
+JobSpec FaultJob(int ranks, int per_host, synthetic::Fault fault, int rank, double factor,
+                 std::function<void(int, format::Window*)> edit = {}) {
+  JobSpec spec;
+  spec.shape = SmallShape();
+  spec.ranks = ranks;
+  spec.ranks_per_host = per_host;
+  spec.shape.fault = fault;
+  spec.shape.fault_rank = rank;
+  spec.shape.fault_factor = factor;
+  spec.edit = [edit](int r, format::Window* w) {
+    Healthy(r, w);
+    if (edit) edit(r, w);
+  };
+  return spec;
+}
+
 std::string Texts(const Json& signals) {
   std::string out;
   for (const Json& s : signals) out += s.value("text", std::string()) + "\n";
@@ -58,20 +77,15 @@ std::string Texts(const Json& signals) {
 
 TEST_CASE("a slow GPU's verdict says why: its clock and its throttle reason",
           "[analyzer][signals]") {
-  JobSpec spec;
-  spec.shape = SmallShape();
-  spec.shape.fault = synthetic::Fault::kSlowGpu;
-  spec.shape.fault_rank = 6;
-  spec.shape.fault_factor = 1.3;
-  spec.edit = [](int rank, format::Window* w) {
-    Healthy(rank, w);
-    if (rank != 6) return;
-    Set(w, "gpu.sm_clock_mhz", 1523);
-    Set(w, "gpu.temperature_c", 91);
-    for (Signal& s : w->signals) {
-      if (s.name == "gpu.throttle_reasons") s.bits = 0x40, s.sum = s.samples;
-    }
-  };
+  const JobSpec spec =
+      FaultJob(8, 4, synthetic::Fault::kSlowGpu, 6, 1.3, [](int rank, format::Window* w) {
+        if (rank != 6) return;
+        Set(w, "gpu.sm_clock_mhz", 1523);
+        Set(w, "gpu.temperature_c", 91);
+        for (Signal& s : w->signals) {
+          if (s.name == "gpu.throttle_reasons") s.bits = 0x40, s.sum = s.samples;
+        }
+      });
   const Json report = AnalyzeJob(spec);
   REQUIRE(!report["candidates"].empty());
   const Json& top = report["candidates"][0];
@@ -113,21 +127,14 @@ TEST_CASE("a warm GPU that keeps pace is a warning, not a candidate", "[analyzer
 
 TEST_CASE("a host's NIC errors: one value per host, and the bad host of two stands out",
           "[analyzer][signals]") {
-  JobSpec spec;
-  spec.shape = SmallShape();
-  spec.ranks = 8;
-  spec.ranks_per_host = 4;
-  spec.shape.fault = synthetic::Fault::kSlowNodeLinks;
-  spec.shape.fault_rank = 4;
-  spec.shape.fault_factor = 3;
-  spec.edit = [](int rank, format::Window* w) {
-    Healthy(rank, w);
-    if (rank >= 4) {
-      for (Signal& s : w->signals) {
-        if (s.name == "nic.rx_errors") s = Counter("nic.rx_errors", *w, 50, "mlx5_0/1");
-      }
-    }
-  };
+  const JobSpec spec =
+      FaultJob(8, 4, synthetic::Fault::kSlowNodeLinks, 4, 3, [](int rank, format::Window* w) {
+        if (rank >= 4) {
+          for (Signal& s : w->signals) {
+            if (s.name == "nic.rx_errors") s = Counter("nic.rx_errors", *w, 50, "mlx5_0/1");
+          }
+        }
+      });
   const Json report = AnalyzeJob(spec);
   // Whatever the verdict, the errors are either its reason or a warning: never lost, and said
   // once per host, on the port.
@@ -152,21 +159,14 @@ TEST_CASE("a host's NIC errors: one value per host, and the bad host of two stan
 
 TEST_CASE("host steal and cgroup throttling are the reason of that host's CPU verdict",
           "[analyzer][signals]") {
-  JobSpec spec;
-  spec.shape = SmallShape();
-  spec.ranks = 4;
-  spec.ranks_per_host = 1;
-  spec.shape.fault = synthetic::Fault::kCpuContention;
-  spec.shape.fault_rank = 2;
-  spec.shape.fault_factor = 2;
-  spec.edit = [](int rank, format::Window* w) {
-    Healthy(rank, w);
-    if (rank != 2) return;
-    Set(w, "host.cpu_steal_pct", 31);
-    for (Signal& s : w->signals) {
-      if (s.name == "host.cgroup_throttled_periods") s = Counter(s.name, *w, 5);
-    }
-  };
+  const JobSpec spec =
+      FaultJob(4, 1, synthetic::Fault::kCpuContention, 2, 2, [](int rank, format::Window* w) {
+        if (rank != 2) return;
+        Set(w, "host.cpu_steal_pct", 31);
+        for (Signal& s : w->signals) {
+          if (s.name == "host.cgroup_throttled_periods") s = Counter(s.name, *w, 5);
+        }
+      });
   const Json report = AnalyzeJob(spec);
   REQUIRE(!report["candidates"].empty());
   const Json& top = report["candidates"][0];
