@@ -5,7 +5,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
+#include <vector>
+
+#include "preload/core/signal_set.h"
 
 namespace perftracker::test {
 
@@ -65,6 +69,17 @@ inline void WriteHost(const FakeTree& t) {
     t.Write(net + "statistics/rx_dropped", "0\n");
   }
   t.Dir("sys/class/net/eth0/device");
+}
+
+// The window's signals by "name" (the host's) or "name@device".
+inline std::map<std::string, format::Signal> TakeSignals(preload::SignalSet& set) {
+  std::vector<format::Signal> out;
+  set.TakeWindow(&out);
+  std::map<std::string, format::Signal> by_name;
+  for (const format::Signal& s : out) {
+    by_name[s.name + (s.device.empty() ? "" : "@" + s.device)] = s;
+  }
+  return by_name;
 }
 
 }  // namespace perftracker::test

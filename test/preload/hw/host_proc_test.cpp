@@ -11,18 +11,7 @@ using namespace perftracker::preload::hw;  // NOLINT
 using perftracker::format::Signal;
 using perftracker::preload::SignalSet;
 using perftracker::test::FakeTree;
-
-namespace {
-
-std::map<std::string, Signal> Window(SignalSet& set) {
-  std::vector<Signal> out;
-  set.TakeWindow(&out);
-  std::map<std::string, Signal> by_name;
-  for (const Signal& s : out) by_name[s.name + (s.device.empty() ? "" : "@" + s.device)] = s;
-  return by_name;
-}
-
-}  // namespace
+using perftracker::test::TakeSignals;
 
 TEST_CASE("/proc/stat's cpu line gives total, steal and iowait", "[hw]") {
   CpuTimes t;
@@ -95,7 +84,7 @@ TEST_CASE("the host sampler over a fake tree: percentages and counter increases"
   HostSampler host((t.root() + "/proc").c_str(), (t.root() + "/sys").c_str());
   SignalSet set;
   host.Sample(set);  // baselines; gauges only
-  auto w = Window(set);
+  auto w = TakeSignals(set);
   CHECK(w.count("host.cpu_steal_pct") == 0);  // needs two samples
   CHECK(w.count("host.cgroup_throttled_ns") == 0);
   REQUIRE(w.count("host.load1"));
@@ -108,7 +97,7 @@ TEST_CASE("the host sampler over a fake tree: percentages and counter increases"
           "nr_periods 20\nnr_throttled 3\nthrottled_usec 500\n");
   t.Write("proc/pressure/memory", "some avg10=0.00 avg60=0.00 avg300=0.00 total=4000\n");
   host.Sample(set);
-  w = Window(set);
+  w = TakeSignals(set);
   CHECK(w["host.cpu_steal_pct"].sum == Approx(10.0));
   CHECK(w["host.cpu_iowait_pct"].sum == Approx(5.0));
   CHECK(w["host.cgroup_periods"].sum == 10);
@@ -123,7 +112,7 @@ TEST_CASE("the host sampler over a fake tree: percentages and counter increases"
   t.Write("sys/fs/cgroup/job.slice/rank0/cpu.stat",
           "nr_periods 1\nnr_throttled 0\nthrottled_usec 0\n");
   host.Sample(set);
-  w = Window(set);
+  w = TakeSignals(set);
   CHECK(w.count("host.cgroup_periods") == 0);
 }
 
@@ -133,7 +122,7 @@ TEST_CASE("the host sampler with nothing to read samples nothing and does not fa
   SignalSet set;
   host.Sample(set);
   host.Sample(set);
-  auto w = Window(set);
+  auto w = TakeSignals(set);
   w.erase("host.involuntary_switches");  // getrusage is the process's own
   CHECK(w.empty());
 }

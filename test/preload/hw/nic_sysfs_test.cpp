@@ -11,16 +11,9 @@ using namespace perftracker::preload::hw;  // NOLINT
 using perftracker::format::Signal;
 using perftracker::preload::SignalSet;
 using perftracker::test::FakeTree;
+using perftracker::test::TakeSignals;
 
 namespace {
-
-std::map<std::string, Signal> Window(SignalSet& set) {
-  std::vector<Signal> out;
-  set.TakeWindow(&out);
-  std::map<std::string, Signal> by_name;
-  for (const Signal& s : out) by_name[s.name + "@" + s.device] = s;
-  return by_name;
-}
 
 using Devices = std::vector<std::string>;
 
@@ -121,7 +114,7 @@ TEST_CASE("the NIC sampler over a fake tree: bytes from IB words, rates, counter
   REQUIRE(nics.Devices() == Devices{"mlx5_0/1", "eth0"});
   SignalSet set;
   nics.Sample(set);
-  auto w = Window(set);
+  auto w = TakeSignals(set);
   CHECK(w["nic.rate_gbps@mlx5_0/1"].sum == 100);
   CHECK(w["nic.up@mlx5_0/1"].sum == 1);
   CHECK(w["nic.rate_gbps@eth0"].sum == 25);
@@ -137,7 +130,7 @@ TEST_CASE("the NIC sampler over a fake tree: bytes from IB words, rates, counter
   t.Write("sys/class/net/eth0/operstate", "down\n");
   t.Write("sys/class/net/eth0/speed", "-1\n");  // unknown while down: no sample
   nics.Sample(set);
-  w = Window(set);
+  w = TakeSignals(set);
   CHECK(w["nic.rx_bytes@mlx5_0/1"].sum == 1000);
   CHECK(w["nic.tx_bytes@mlx5_0/1"].sum == 0);
   CHECK(w["nic.link_errors@mlx5_0/1"].sum == 3);
@@ -153,6 +146,6 @@ TEST_CASE("the NIC sampler over a fake tree: bytes from IB words, rates, counter
   // The port's counters were cleared (perfquery -R): a new baseline.
   t.Write(ib + "counters/port_rcv_data", "8\n");
   nics.Sample(set);
-  w = Window(set);
+  w = TakeSignals(set);
   CHECK(w.count("nic.rx_bytes@mlx5_0/1") == 0);
 }
