@@ -3,7 +3,10 @@
 // Only a rank (or `perftracker run`'s lone process) samples: its helpers would repeat the host's
 // signals. Each source that is missing says so once, and only where it matters: NVML when the
 // process uses CUDA, InfiniBand when it uses NCCL.
+#include <pthread.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -32,7 +35,12 @@ struct Samplers {
   std::unique_ptr<HostSampler> host;
   std::unique_ptr<NicSampler> nics;
   NvmlSampler nvml;
-  enum class Gpu { kWaiting, kOpen, kOff } gpu = Gpu::kWaiting;
+  enum class Gpu { kWaiting, kOpening, kOpen, kOff } gpu = Gpu::kWaiting;
+  // Set by the thread that opens NVML (release) once `nvml` and `nvml_error` are written; the
+  // writer reads them after seeing it (acquire).
+  enum Opened : int { kPending, kOpened, kFailed };
+  std::atomic<int> opened{kPending};
+  std::string nvml_error;
   int ordinal = -1;  // the device NVML was attached for (tried once per ordinal)
   bool warned_ib = false;
 };
@@ -48,22 +56,45 @@ bool UsesCuda() {
          g_cuda_runtime_nodes_ever.load(std::memory_order_relaxed) != 0;
 }
 
+// nvmlInit_v2 can take seconds on a node whose GPUs are not in persistence mode: a thread of its
+// own waits for it, so the writer keeps draining the rings meanwhile (it inherits the writer's
+// mask: every signal blocked). Nothing else touches `nvml` until `opened` says it is done.
+void* OpenNvml(void* arg) {
+  auto* s = static_cast<Samplers*>(arg);
+  const bool ok = s->nvml.Open(&s->nvml_error);
+  s->opened.store(ok ? Samplers::kOpened : Samplers::kFailed, std::memory_order_release);
+  return nullptr;
+}
+
+// Whether NVML is open: starts the opening thread the first time, and says once why not.
+bool NvmlReady(Samplers& s) {
+  if (s.gpu == Samplers::Gpu::kWaiting) {
+    s.gpu = Samplers::Gpu::kOpening;
+    pthread_t thread;
+    if (pthread_create(&thread, nullptr, &OpenNvml, &s) != 0) {
+      OpenNvml(&s);  // no thread to spare: open it here, once
+    } else {
+      pthread_setname_np(thread, "perftracker-nvml");
+      pthread_detach(thread);
+    }
+  }
+  if (s.gpu == Samplers::Gpu::kOpening) {
+    const int opened = s.opened.load(std::memory_order_acquire);
+    if (opened == Samplers::kPending) return false;
+    s.gpu = opened == Samplers::kOpened ? Samplers::Gpu::kOpen : Samplers::Gpu::kOff;
+    if (s.gpu == Samplers::Gpu::kOff) {
+      Warn("NVML is not available (%s); GPU clocks, power, temperature and errors are not "
+           "recorded",
+           s.nvml_error.c_str());
+    }
+  }
+  return s.gpu == Samplers::Gpu::kOpen;
+}
+
 // The rank's device: the ordinal it made current (cudaSetDevice), else 0 once it used CUDA;
 // CUDA's bus id for it names the same GPU to NVML.
 void SampleGpu(Samplers& s, SignalSet& signals) {
-  if (s.gpu == Samplers::Gpu::kOff || !UsesCuda()) return;
-  if (s.gpu == Samplers::Gpu::kWaiting) {
-    std::string error;
-    if (!s.nvml.Open(&error)) {
-      s.gpu = Samplers::Gpu::kOff;
-      Warn(
-          "NVML is not available (%s); GPU clocks, power, temperature and errors are not "
-          "recorded",
-          error.c_str());
-      return;
-    }
-    s.gpu = Samplers::Gpu::kOpen;
-  }
+  if (s.gpu == Samplers::Gpu::kOff || !UsesCuda() || !NvmlReady(s)) return;
   const int ordinal = std::max(g_cuda_device.load(std::memory_order_relaxed), 0);
   if (ordinal != s.ordinal) {
     s.ordinal = ordinal;
