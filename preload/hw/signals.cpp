@@ -83,9 +83,10 @@ bool NvmlReady(Samplers& s) {
     if (opened == Samplers::kPending) return false;
     s.gpu = opened == Samplers::kOpened ? Samplers::Gpu::kOpen : Samplers::Gpu::kOff;
     if (s.gpu == Samplers::Gpu::kOff) {
-      Warn("NVML is not available (%s); GPU clocks, power, temperature and errors are not "
-           "recorded",
-           s.nvml_error.c_str());
+      Warn(
+          "NVML is not available (%s); GPU clocks, power, temperature and errors are not "
+          "recorded",
+          s.nvml_error.c_str());
     }
   }
   return s.gpu == Samplers::Gpu::kOpen;
