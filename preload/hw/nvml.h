@@ -1,4 +1,5 @@
-// GPU signals through NVML, loaded with dlopen("libnvidia-ml.so.1") on the writer thread: no
+// GPU signals through NVML, loaded with dlopen("libnvidia-ml.so.1") (by a thread of its own, then
+// sampled on the writer thread: signals.cpp): no
 // link-time dependency, and only the documented entry points below are declared. A function
 // missing from the library, or NVML_ERROR_NOT_SUPPORTED for one device, leaves its signal out.
 // Writer thread only (signals.cpp).
