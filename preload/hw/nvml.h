@@ -1,8 +1,8 @@
-// GPU signals through NVML, loaded with dlopen("libnvidia-ml.so.1") (by a thread of its own, then
-// sampled on the writer thread: signals.cpp): no
-// link-time dependency, and only the documented entry points below are declared. A function
-// missing from the library, or NVML_ERROR_NOT_SUPPORTED for one device, leaves its signal out.
-// Writer thread only (signals.cpp).
+// GPU signals through NVML, loaded with dlopen("libnvidia-ml.so.1"): no link-time dependency, and
+// only the documented entry points below are declared. A function missing from the library, or
+// NVML_ERROR_NOT_SUPPORTED for one device, leaves its signal out.
+// Open runs once, on a thread of its own (signals.cpp: nvmlInit_v2 can take seconds); the rest
+// runs on the writer thread, after Open has returned.
 #pragma once
 
 #include <cstdint>
