@@ -2,7 +2,7 @@
 # The main demo: sets up, builds and installs perftracker, runs a real 8-rank training job
 # (examples/sim_train on the simulated GPU cluster, under torchrun) with libperftracker.so
 # preloaded in every rank and one throttled GPU (rank 3's kernels 1.3x slower), then lets the
-# analyzer name the cause.
+# analyzer name the cause and why (its clock and throttle reason, through NVML).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
@@ -12,10 +12,11 @@ cmake --install build --prefix build/install >/dev/null
 bin=build/install/bin
 out=$(mktemp -d /tmp/perftracker-demo.XXXXXX)
 
-echo "--- training: 8 ranks under torchrun, rank 3's GPU throttled (SIMGPU_COMPUTE_SLOWDOWN=3=1.3)"
+echo "--- training: 8 ranks under torchrun, rank 3's GPU throttled (SIMGPU_COMPUTE_SLOWDOWN=3=1.3, NVML reports HW thermal slowdown)"
 LD_PRELOAD="$PWD/build/install/lib/libperftracker.so" PERFTRACKER_DIR="$out" \
   PERFTRACKER_JOB_ID=demo PERFTRACKER_WINDOW_ITERS=5 PERFTRACKER_SAMPLE_EVERY=1 \
   PERFTRACKER_RING_MB=4 SIMGPU_TIME_SCALE=1 SIMGPU_JITTER=0.03 SIMGPU_COMPUTE_SLOWDOWN=3=1.3 \
+  SIMGPU_NVML_THROTTLE=3=hw_thermal \
   examples/sim_train/run.sh build 8 --iters 40 --layers 4 --seq 2048 --log-every 5 \
   2>&1 | grep -E "sim_train: done|Error" || true
 
