@@ -249,8 +249,7 @@ void FoldWindow(const format::Window& w, Catalog* catalog, RankData* rank, FoldS
   if (w.iterations.count > 0) {
     slot->iteration_ns += static_cast<double>(w.iterations.total_ns);
   } else if (covered > 0) {
-    slot->iteration_ns +=
-        static_cast<double>(w.end_mono_ns - std::min(w.end_mono_ns, w.start_mono_ns));
+    slot->iteration_ns += static_cast<double>(format::WindowLengthNs(w));
   }
   AddFunctions(w, *fn_index, slot);
   AddCollectives(w, *coll_index, slot);

@@ -98,15 +98,11 @@ json ToJson(const format::Window& w) {
     out["run_delay_ns"] = w.run_delay_ns;
   }
   if (!w.signals.empty()) {
-    static constexpr const char* kKinds[] = {"gauge", "counter", "flags"};
     json signals = json::array();
     for (const format::Signal& s : w.signals) {
-      json one = {{"name", s.name},
-                  {"kind", kKinds[static_cast<size_t>(s.kind)]},
-                  {"samples", s.samples},
-                  {"min", s.min},
-                  {"max", s.max},
-                  {"sum", s.sum}};
+      json one = {{"name", s.name},       {"kind", format::SignalKindName(s.kind)},
+                  {"samples", s.samples}, {"min", s.min},
+                  {"max", s.max},         {"sum", s.sum}};
       if (!s.device.empty()) one["device"] = s.device;
       if (s.kind == format::SignalKind::kFlags) one["bits"] = s.bits;
       signals.push_back(std::move(one));

@@ -153,7 +153,7 @@ const Slot* RankData::FindSlot(uint64_t key) const {
 
 void RankData::AddSignals(const format::Window& w) {
   if (w.signals.empty()) return;
-  const double window_ns = static_cast<double>(w.end_mono_ns - std::min(w.end_mono_ns, w.start_mono_ns));
+  const auto window_ns = static_cast<double>(format::WindowLengthNs(w));
   for (const format::Signal& s : w.signals) {
     auto it = std::find_if(signals.begin(), signals.end(), [&](const SignalTotal& t) {
       return t.kind == s.kind && t.name == s.name && t.device == s.device;

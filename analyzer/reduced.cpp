@@ -256,9 +256,8 @@ bool DecodeRank(const rfb::Rank& in, const std::vector<uint32_t>& fn_map,
   if (r->shift < 0 || r->shift > 63) return false;
   if (const auto* signals = in.signals()) {
     for (const rfb::Signal* t : *signals) {
-      // As in a window: a kind this reader does not know, or a non-finite value, is skipped.
-      if (t->kind() > static_cast<uint8_t>(format::SignalKind::kFlags) ||
-          !std::isfinite(t->min()) || !std::isfinite(t->max()) || !std::isfinite(t->sum()) ||
+      // As in a window (format::ReadableSignal), and a plausible length.
+      if (!format::ReadableSignal(t->kind(), t->min(), t->max(), t->sum()) ||
           !PlausibleSum(t->window_ns())) {
         continue;
       }

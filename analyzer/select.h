@@ -36,7 +36,7 @@ bool ParseSelectionFlag(const std::string& flag, const std::string& value,
 
 // The wall-clock time a window ended (its real start plus its monotonic length).
 inline uint64_t WindowEndRealNs(const format::Window& w) {
-  return w.start_real_ns + (w.end_mono_ns - std::min(w.end_mono_ns, w.start_mono_ns));
+  return w.start_real_ns + format::WindowLengthNs(w);
 }
 
 // Whether `w` is selected; `since_from` is the earliest end allowed (0: any).

@@ -4,6 +4,7 @@
 // Encode/Decode are the only code that maps these fields to FlatBuffers.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -137,6 +138,8 @@ enum class SignalKind : uint8_t {
   kFlags = 2,    // bits: every bit seen set; sum: samples with any bit set
 };
 
+std::string_view SignalKindName(SignalKind kind);  // "gauge", "counter", "flags"
+
 // A hardware or host signal sampled during the window (FORMAT.md "Hardware and host signals").
 struct Signal {
   std::string name;    // "gpu.sm_clock_mhz": a name from FORMAT.md's list
@@ -147,6 +150,10 @@ struct Signal {
   uint64_t bits = 0;
   bool operator==(const Signal&) const = default;
 };
+
+// Whether a reader keeps a signal it read (a window's, or a reduced file's sums of them): a kind
+// a newer writer added, or a value that is not a number, drops that signal only.
+bool ReadableSignal(uint8_t kind, double min, double max, double sum);
 
 struct Window {
   uint64_t window_seq = 0;
@@ -159,10 +166,10 @@ struct Window {
   std::vector<CollectivePattern> collectives;
   IterationStats iterations;
   Health health;
-  bool detailed = false;  // Python functions in detailed mode (PERFTRACKER_MODE)
+  bool detailed = false;       // Python functions in detailed mode (PERFTRACKER_MODE)
   bool critical_path = false;  // functions carry critical_ns (FORMAT.md)
   uint64_t device_idle_ns = 0;
-  uint32_t cuda_runtimes = 0;  // bit 0 the default runtime entry, bits 1-3 CUDA 11, 12, 13
+  uint32_t cuda_runtimes = 0;      // bit 0 the default runtime entry, bits 1-3 CUDA 11, 12, 13
   bool python_unrecorded = false;  // Python functions missing from part of it (FORMAT.md)
   // The iteration thread's CPU time and run-queue delay (FORMAT.md); 0 and 0: unknown.
   uint64_t thread_cpu_ns = 0;
@@ -170,6 +177,11 @@ struct Window {
   std::vector<Signal> signals;  // hardware and host samples; empty: none taken
   bool operator==(const Window&) const = default;
 };
+
+// The window's length on the monotonic clock (0 if its end does not follow its start).
+inline uint64_t WindowLengthNs(const Window& w) {
+  return w.end_mono_ns - std::min(w.end_mono_ns, w.start_mono_ns);
+}
 
 // Computes id and parent_id of every function from kind, name and parent. False if a parent
 // index does not point to an earlier function.

@@ -195,14 +195,10 @@ bool DecodeSignals(const fb::SignalColumns* c, std::vector<Signal>* out) {
   }
   out->reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    // A kind a newer writer added, or a value that is not a number, drops that signal only: the
-    // rest of the window is still good.
+    // ReadableSignal: a signal it rejects is dropped, the rest of the window is still good.
     const uint8_t kind = At(c->kind(), i);
     const double min = At(c->min(), i), max = At(c->max(), i), sum = At(c->sum(), i);
-    if (kind > static_cast<uint8_t>(SignalKind::kFlags) || !std::isfinite(min) ||
-        !std::isfinite(max) || !std::isfinite(sum)) {
-      continue;
-    }
+    if (!ReadableSignal(kind, min, max, sum)) continue;
     Signal& s = out->emplace_back();
     s.name.assign(StringAt(c->name(), i));
     s.device.assign(StringAt(c->device(), i));
@@ -265,6 +261,17 @@ bool DecodeWindow(std::span<const uint8_t> bytes, Window* out, const DecodeOptio
                          h->dropped_windows()};
   }
   return true;
+}
+
+bool ReadableSignal(uint8_t kind, double min, double max, double sum) {
+  return kind <= static_cast<uint8_t>(SignalKind::kFlags) && std::isfinite(min) &&
+         std::isfinite(max) && std::isfinite(sum);
+}
+
+std::string_view SignalKindName(SignalKind kind) {
+  static constexpr std::string_view kNames[] = {"gauge", "counter", "flags"};
+  const auto i = static_cast<size_t>(kind);
+  return i < std::size(kNames) ? kNames[i] : "unknown";
 }
 
 std::string_view KindName(FunctionKind kind) {
