@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "analyzer/parallel.h"
+
 namespace perftracker::analyzer {
 namespace {
 
@@ -12,17 +14,14 @@ namespace {
 // preempted call among few timed ones is scaled to many: this is what keeps it from reading as a
 // slow rank (detect.cpp).
 double SamplingVariance(const format::FunctionPattern& p) {
-  const double n = static_cast<double>(p.duration.Count());
+  // Ingest decodes the histogram straight into its moments; windows made in memory carry it.
+  const format::HistogramMoments m = p.duration.empty() ? p.duration_moments : p.duration.Moments();
+  const double n = m.count;
   const auto calls = static_cast<double>(p.count);
   if (n <= 0 || n >= calls) return 0;
-  double sum = 0, sum2 = 0;
-  for (size_t i = 0; i < p.duration.counts.size(); ++i) {
-    const auto v = static_cast<double>(format::HistogramBucketValue(p.duration.first + int(i)));
-    sum += v * p.duration.counts[i];
-    sum2 += v * v * p.duration.counts[i];
-  }
-  const double mean = sum / n;
-  const double var = n >= 2 ? std::max(0.0, (sum2 - n * mean * mean) / (n - 1)) : mean * mean;
+  const double mean = m.sum / n;
+  const double var =
+      n >= 2 ? std::max(0.0, (m.sum_squares - n * mean * mean) / (n - 1)) : mean * mean;
   return calls * calls * var / n * (1 - n / calls);
 }
 
@@ -68,16 +67,19 @@ void EstimateDevice(RankData* rank) {
   const size_t n = rank->slots.size();
   size_t fns = 0;
   for (const Slot& s : rank->slots) fns = std::max(fns, s.functions.size());
-  // prefix[i][k]: device ns and samples of function i in slots [0, k).
-  std::vector<std::vector<std::pair<double, double>>> prefix(
-      fns, std::vector<std::pair<double, double>>(n + 1));
+  // at(i, k): device ns and samples of function i in slots [0, k). One block, not a vector per
+  // function: thousands of ranks times thousands of functions were millions of allocations.
+  std::vector<std::pair<double, double>> prefix(fns * (n + 1));
+  const auto at = [&](size_t i, size_t k) -> std::pair<double, double>& {
+    return prefix[i * (n + 1) + k];
+  };
   for (size_t k = 0; k < n; ++k) {
     const Slot& s = rank->slots[k];
     for (size_t i = 0; i < fns; ++i) {
-      prefix[i][k + 1] = prefix[i][k];
+      at(i, k + 1) = at(i, k);
       if (i < s.functions.size()) {
-        prefix[i][k + 1].first += s.functions[i].device_ns;
-        prefix[i][k + 1].second += s.functions[i].device_samples;
+        at(i, k + 1).first += s.functions[i].device_ns;
+        at(i, k + 1).second += s.functions[i].device_samples;
       }
     }
   }
@@ -88,13 +90,11 @@ void EstimateDevice(RankData* rank) {
       double per_call = -1;
       for (size_t r = 0; r <= kReach && per_call < 0; ++r) {
         const size_t lo = k >= r ? k - r : 0, hi = std::min(n, k + r + 1);
-        const double ns = prefix[i][hi].first - prefix[i][lo].first;
-        const double samples = prefix[i][hi].second - prefix[i][lo].second;
+        const double ns = at(i, hi).first - at(i, lo).first;
+        const double samples = at(i, hi).second - at(i, lo).second;
         if (samples >= kEnoughSamples) per_call = ns / samples;
       }
-      if (per_call < 0 && prefix[i][n].second > 0) {
-        per_call = prefix[i][n].first / prefix[i][n].second;
-      }
+      if (per_call < 0 && at(i, n).second > 0) per_call = at(i, n).first / at(i, n).second;
       f.device_est_ns = per_call >= 0 ? static_cast<float>(per_call * f.count)
                                       : std::max(0.0f, f.self_ns - f.wait_ns);
     }
@@ -279,7 +279,8 @@ void Align(Dataset* dataset) {
   dataset->shift = shift;
   dataset->slot_keys = std::move(keys);
   HarmonizeModes(dataset);
-  for (RankData& r : dataset->ranks) EstimateDevice(&r);
+  ParallelFor(dataset->ranks.size(), dataset->threads,
+              [&](size_t i, size_t) { EstimateDevice(&dataset->ranks[i]); });
 }
 
 }  // namespace perftracker::analyzer

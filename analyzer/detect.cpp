@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "analyzer/parallel.h"
 #include "analyzer/stats.h"
 
 namespace perftracker::analyzer {
@@ -418,10 +419,14 @@ double MetricValue(const Frame& f, size_t r, size_t k, int32_t fn, Aggregate agg
 }
 
 Frame MakeFrame(const Dataset& ds, const std::vector<PeerGroup>& groups, const Thresholds& th) {
-  Frame f{&ds, &groups, th, {}, {}, {}, SummedIn(ds.catalog)};
-  for (const RankData& r : ds.ranks) {
-    std::vector<const Slot*> slots;
-    std::vector<std::array<double, 6>> aggs, vars;
+  Frame f{&ds, &groups, th, {}, {}, {}, SummedIn(ds.catalog), ds.threads};
+  const size_t n = ds.ranks.size();
+  f.slots.resize(n), f.aggregates.resize(n), f.aggregate_vars.resize(n);
+  ParallelFor(n, ds.threads, [&](size_t i, size_t) {
+    const RankData& r = ds.ranks[i];
+    std::vector<const Slot*>& slots = f.slots[i];
+    std::vector<std::array<double, 6>>& aggs = f.aggregates[i];
+    std::vector<std::array<double, 6>>& vars = f.aggregate_vars[i];
     for (const uint64_t key : ds.slot_keys) {
       // A slot that covers no iteration has no per-iteration values to compare: absent.
       const Slot* s = r.FindSlot(key);
@@ -431,11 +436,19 @@ Frame MakeFrame(const Dataset& ds, const std::vector<PeerGroup>& groups, const T
       aggs.push_back(s ? Aggregates(ds, f.summed_in, *s, &var) : std::array<double, 6>{});
       vars.push_back(var);
     }
-    f.slots.push_back(std::move(slots));
-    f.aggregates.push_back(std::move(aggs));
-    f.aggregate_vars.push_back(std::move(vars));
-  }
+  });
   return f;
+}
+
+std::vector<std::vector<Metric>> FunctionBlocks(const Frame& f) {
+  std::vector<std::vector<Metric>> blocks;
+  const auto& fns = f.ds->catalog.functions();
+  for (size_t fn = 0; fn < fns.size(); ++fn) {
+    if (fns[fn].comm || fns[fn].kind == FunctionKind::kCollective) continue;
+    if (blocks.empty() || blocks.back().size() == kFunctionBlock) blocks.emplace_back();
+    blocks.back().push_back({static_cast<int32_t>(fn), Aggregate::kNone});
+  }
+  return blocks;
 }
 
 std::vector<Finding> DetectDifferential(const Frame& f) {
@@ -456,25 +469,24 @@ std::vector<Finding> DetectDifferential(const Frame& f) {
       for (const Tally& t : tallies) live += t.flagged > 0;
     };
     const std::vector<double> iterations = GroupIterations(f, g);
-    std::vector<std::vector<MemberValue>> scratch;
-    std::vector<Metric> block;
-    for (size_t fn = 0; fn < fns.size(); ++fn) {
-      // Communication time is where victims wait: arrival order judges it (culprit.cpp).
-      if (!fns[fn].comm && fns[fn].kind != FunctionKind::kCollective) {
-        block.push_back({static_cast<int32_t>(fn), Aggregate::kNone});
-      }
-      if (block.size() < kFunctionBlock && fn + 1 < fns.size()) continue;
-      auto tallies = TallyMetrics(f, g, block, iterations, &scratch);
-      for (size_t j = 0; j < block.size(); ++j) {
-        auto& tally = by_fn[static_cast<size_t>(block[j].function)];
-        tally = std::move(tallies[j]);
+    // Blocks share nothing but the frame: tallied in parallel, combined in catalog order.
+    const std::vector<std::vector<Metric>> blocks = FunctionBlocks(f);
+    std::vector<std::vector<std::vector<Tally>>> block_tallies(blocks.size());
+    std::vector<std::vector<std::vector<MemberValue>>> scratch(
+        static_cast<size_t>(std::max(1, f.threads)));
+    ParallelFor(blocks.size(), f.threads, [&](size_t b, size_t worker) {
+      block_tallies[b] = TallyMetrics(f, g, blocks[b], iterations, &scratch[worker]);
+    });
+    for (size_t b = 0; b < blocks.size(); ++b) {
+      for (size_t j = 0; j < blocks[b].size(); ++j) {
+        auto& tally = by_fn[static_cast<size_t>(blocks[b][j].function)];
+        tally = std::move(block_tallies[b][j]);
         count_live(tally);
       }
-      block.clear();
     }
     std::vector<Metric> aggregates;
     for (const Aggregate a : kAggregates) aggregates.push_back({-1, a});
-    const auto by_agg = TallyMetrics(f, g, aggregates, iterations, &scratch);
+    const auto by_agg = TallyMetrics(f, g, aggregates, iterations, &scratch[0]);
     for (const auto& tallies : by_agg) count_live(tallies);
     const double max_chance = f.th.max_chance / std::max(1, live);
     for (size_t fn = 0; fn < fns.size(); ++fn) {

@@ -108,9 +108,14 @@ struct Frame {
   // Per catalog function: the kind sum it is counted in. A CUDA API call is recorded under its
   // API function and again under its call site (a child of it): only the API function counts.
   std::vector<Aggregate> summed_in;
+  int threads = 1;  // for the per-function work (Dataset::threads)
 };
 
 Frame MakeFrame(const Dataset& ds, const std::vector<PeerGroup>& groups, const Thresholds& th);
+
+// The catalog's functions compared one by one (not communication: arrival order judges where
+// victims wait, culprit.cpp), kFunctionBlock at a time, in catalog order.
+std::vector<std::vector<Metric>> FunctionBlocks(const Frame& f);
 
 // Per-iteration value of a metric in a slot.
 double MetricValue(const Frame& f, size_t rank_index, size_t slot_index, int32_t function,

@@ -83,7 +83,8 @@ uint64_t SinceFrom(format::RingReader& reader, const WindowSelection& selection)
   for (size_t i = reader.frame_count(); i-- > 0;) {
     bool decoded = false;
     reader.PeekRecord(i, [&](uint64_t, std::span<const uint8_t> bytes) {
-      decoded = format::DecodeWindow(bytes, &newest, {.verified = true, .function_details = false});
+      decoded = format::DecodeWindow(
+          bytes, &newest, {.verified = true, .function_details = false, .duration_moments = true});
       return false;
     });
     if (decoded) {
@@ -104,15 +105,18 @@ void ReadRankFile(const std::string& path, const WindowSelection& selection,
   r.format_version = reader.contents().format_version;
   r.live = reader.contents().live;
   format::Window window;
+  format::FunctionTableMemo memo;  // of `window`'s function table
   FoldScratch scratch;
   uint64_t undecodable = 0, deselected = 0;
   // The reader verified every record it hands over; the slots need none of the details.
-  const format::DecodeOptions decode{.verified = true, .function_details = false};
+  format::DecodeOptions decode{
+      .verified = true, .function_details = false, .duration_moments = true, .memo = &memo};
   const uint64_t since_from = SinceFrom(reader, selection);
   const size_t frames = reader.frame_count();
   const size_t first = selection.last > 0 && frames > selection.last ? frames - selection.last : 0;
   reader.ForEachRecord(
       [&](uint64_t, std::span<const uint8_t> bytes) {
+        decode.tail = reader.tail();
         if (!format::DecodeWindow(bytes, &window, decode)) {
           ++undecodable;
           return true;
@@ -218,7 +222,8 @@ std::vector<RankData> ReadAll(const std::vector<std::string>& files, const Inges
   std::mutex mu;
   std::condition_variable cv;
   auto work = [&] {
-    format::RingReader reader;  // one per thread: its file buffer is reused
+    format::RingReader reader;      // one per thread: its file buffer is reused
+    reader.set_skip_details(true);  // decoded without function_details
     for (size_t i; (i = next.fetch_add(1)) < files.size();) {
       auto result = std::make_unique<FileSet>();
       result->ring_files = 1;
@@ -237,7 +242,8 @@ std::vector<RankData> ReadAll(const std::vector<std::string>& files, const Inges
   // memory stays bounded on machines with many cores.
   constexpr unsigned kMaxReaders = 16;
   const unsigned cores = std::clamp(std::thread::hardware_concurrency(), 1u, kMaxReaders);
-  const size_t n = std::min<size_t>(files.size(), options.threads > 0 ? options.threads : cores);
+  ds->threads = options.threads > 0 ? options.threads : static_cast<int>(cores);
+  const size_t n = std::min<size_t>(files.size(), static_cast<size_t>(ds->threads));
   std::vector<std::thread> workers;
   for (size_t i = 0; i < n; ++i) workers.emplace_back(work);
   ProgressBar progress(options.progress, files.size());

@@ -190,6 +190,7 @@ struct Dataset {
   Diagnostics diagnostics;
   std::vector<uint64_t> slot_keys;  // aligned slots, union over ranks (align.cpp)
   int shift = 0;
+  int threads = 1;  // what reading used (IngestOptions::threads, resolved); the analysis too
 };
 
 }  // namespace perftracker::analyzer

@@ -5,6 +5,8 @@
 #include <numeric>
 #include <set>
 
+#include "analyzer/parallel.h"
+
 namespace perftracker::analyzer {
 namespace {
 
@@ -20,7 +22,7 @@ Role RoleOf(const Dataset& ds, const RankData& r) {
   // Functions of the steady state: start-up and shutdown differ between ranks that do the same
   // work (rank 0 hosts the store, imports more, writes the last log), and so does a checkpoint
   // now and then; a role runs its functions in most windows.
-  std::map<uint32_t, size_t> slots_with;
+  std::vector<uint32_t> slots_with;  // per catalog function
   for (const Slot& s : r.slots) {
     for (size_t i = 0; i < s.collectives.size(); ++i) {
       if (s.collectives[i].count <= 0) continue;
@@ -29,22 +31,31 @@ Role RoleOf(const Dataset& ds, const RankData& r) {
       role.shape.insert({static_cast<uint8_t>(c.op), c.bytes, c.comm_size, c.peer >= 0});
       if (c.peer < 0) role.comms.insert(c.comm_id);
     }
-    for (size_t i = 0; i < s.functions.size(); ++i) {
-      if (s.functions[i].count > 0) ++slots_with[static_cast<uint32_t>(i)];
-    }
+    if (slots_with.size() < s.functions.size()) slots_with.resize(s.functions.size());
+    for (size_t i = 0; i < s.functions.size(); ++i) slots_with[i] += s.functions[i].count > 0;
   }
   const size_t needed = (r.slots.size() + 1) / 2;
-  for (const auto& [fn, n] : slots_with) {
-    if (n >= needed) role.functions.push_back(fn);
+  for (size_t fn = 0; fn < slots_with.size(); ++fn) {
+    if (slots_with[fn] > 0 && slots_with[fn] >= needed) {
+      role.functions.push_back(static_cast<uint32_t>(fn));
+    }
   }
   return role;
 }
 
 double Jaccard(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
-  std::vector<uint32_t> common;
-  std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(common));
-  const size_t all = a.size() + b.size() - common.size();
-  return all == 0 ? 1.0 : static_cast<double>(common.size()) / static_cast<double>(all);
+  size_t common = 0;
+  for (auto i = a.begin(), j = b.begin(); i != a.end() && j != b.end();) {
+    if (*i < *j) {
+      ++i;
+    } else if (*j < *i) {
+      ++j;
+    } else {
+      ++common, ++i, ++j;
+    }
+  }
+  const size_t all = a.size() + b.size() - common;
+  return all == 0 ? 1.0 : static_cast<double>(common) / static_cast<double>(all);
 }
 
 size_t Find(std::vector<size_t>& parent, size_t i) {
@@ -108,9 +119,9 @@ std::string RankListLabel(const std::vector<int>& ranks) {
 }
 
 std::vector<PeerGroup> GroupPeers(const Dataset& ds) {
-  std::vector<Role> roles;
-  roles.reserve(ds.ranks.size());
-  for (const RankData& r : ds.ranks) roles.push_back(RoleOf(ds, r));
+  std::vector<Role> roles(ds.ranks.size());
+  ParallelFor(roles.size(), ds.threads,
+              [&](size_t i, size_t) { roles[i] = RoleOf(ds, ds.ranks[i]); });
   std::vector<std::vector<size_t>> parts;
   for (const auto& component : Components(roles)) SplitBySimilarity(component, roles, &parts);
   std::sort(parts.begin(), parts.end());

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "analyzer/detect.h"
+#include "analyzer/parallel.h"
 #include "analyzer/stats.h"
 
 namespace perftracker::analyzer {
@@ -117,29 +118,30 @@ double RankChange(const Frame& f, size_t rank_index, int32_t fn, Aggregate agg) 
 
 std::vector<Finding> DetectTemporal(const Frame& f) {
   std::vector<Finding> out;
-  const auto& fns = f.ds->catalog.functions();
   for (size_t gi = 0; gi < f.groups->size(); ++gi) {
     const int g = static_cast<int>(gi);
     const PeerGroup& group = (*f.groups)[gi];
-    std::vector<std::vector<double>> scratch;
-    std::vector<Metric> block;
-    for (size_t fn = 0; fn < fns.size(); ++fn) {
-      if (!fns[fn].comm && fns[fn].kind != format::FunctionKind::kCollective) {
-        block.push_back({static_cast<int32_t>(fn), Aggregate::kNone});
+    // Blocks share nothing but the frame: tested in parallel, their findings kept in catalog order.
+    const std::vector<std::vector<Metric>> blocks = FunctionBlocks(f);
+    std::vector<std::vector<Finding>> found(blocks.size());
+    std::vector<std::vector<std::vector<double>>> scratch(
+        static_cast<size_t>(std::max(1, f.threads)));
+    ParallelFor(blocks.size(), f.threads, [&](size_t b, size_t worker) {
+      const std::vector<Series> series = GroupSeries(f, group, blocks[b], &scratch[worker]);
+      for (size_t j = 0; j < blocks[b].size(); ++j) {
+        TestMetric(f, g, blocks[b][j].function, Aggregate::kNone, series[j], &found[b]);
       }
-      if (block.size() < kFunctionBlock && fn + 1 < fns.size()) continue;
-      const std::vector<Series> series = GroupSeries(f, group, block, &scratch);
-      for (size_t j = 0; j < block.size(); ++j) {
-        TestMetric(f, g, block[j].function, Aggregate::kNone, series[j], &out);
-      }
-      block.clear();
+    });
+    for (std::vector<Finding>& more : found) {
+      out.insert(out.end(), std::make_move_iterator(more.begin()),
+                 std::make_move_iterator(more.end()));
     }
     std::vector<Metric> aggregates;
     for (const Aggregate agg : {Aggregate::kKernels, Aggregate::kPython, Aggregate::kCudaApi,
                                 Aggregate::kMemcpy, Aggregate::kCollectives}) {
       aggregates.push_back({-1, agg});
     }
-    const std::vector<Series> series = GroupSeries(f, group, aggregates, &scratch);
+    const std::vector<Series> series = GroupSeries(f, group, aggregates, &scratch[0]);
     for (size_t j = 0; j < aggregates.size(); ++j) {
       TestMetric(f, g, -1, aggregates[j].aggregate, series[j], &out);
     }

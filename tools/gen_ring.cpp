@@ -148,7 +148,8 @@ bool WriteRank(const Args& a, const perftracker::synthetic::JobPlan& plan, int r
   format::WindowEncoder encoder;
   for (int w = 0; w < a.windows; ++w) {
     const format::Window window = plan.MakeWindow(rank, static_cast<uint64_t>(w));
-    if (!writer->Append(encoder.Encode(window), encoder.static_tail_size())) {
+    const auto encoded = encoder.Encode(window);
+    if (!writer->Append(encoded, encoder.static_tail_size(), encoder.detail_size())) {
       std::fprintf(stderr, "perftracker-gen: cannot append to %s\n", path.c_str());
       return false;
     }

@@ -60,10 +60,10 @@ else
   echo "sanitizer build failed"; failed=$((failed + 1))
 fi
 
-echo "== the recorder's concurrent parts under TSan"
-if targets="recorder_tests" build build-tsan -DPERFTRACKER_SANITIZE=thread \
+echo "== the recorder's and the analyzer's concurrent parts under TSan"
+if targets="recorder_tests analyzer_tests" build build-tsan -DPERFTRACKER_SANITIZE=thread \
      -DPERFTRACKER_SIMGPU=OFF -DPERFTRACKER_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=Debug; then
-  run_ctest build-tsan -L recorder
+  run_ctest build-tsan -j"$jobs" -L 'recorder|analyzer' -E html_browser
 else
   echo "TSan build failed"; failed=$((failed + 1))
 fi

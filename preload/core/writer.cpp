@@ -67,7 +67,7 @@ struct WriterState {
   uint64_t drain_ns = 0;
   uint64_t last_live_ns = 0;
   uint64_t last_tick_ns = 0;
-  uint64_t tick_ns = 1'000'000'000;  // PERFTRACKER_TEST_WATCH_MS
+  uint64_t tick_ns = 1'000'000'000;                      // PERFTRACKER_TEST_WATCH_MS
   uint64_t last_family_tick_ns[WriterTicks::kMax] = {};  // AddWriterTick's, by index
   uint64_t windows_written = 0;
   uint64_t windows_failed = 0;
@@ -157,7 +157,8 @@ void Append(WriterState& w, format::Window& window) {
   window.detailed = w.mode_trigger->Detailed(window.iter_begin);
   const auto bytes = w.encoder.Encode(window);
   SlowDisk(w);
-  if (EnsureRing(w) && w.ring->Append(bytes, w.encoder.static_tail_size())) {
+  if (EnsureRing(w) &&
+      w.ring->Append(bytes, w.encoder.static_tail_size(), w.encoder.detail_size())) {
     ++w.windows_written;
     return;
   }

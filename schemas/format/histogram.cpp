@@ -39,6 +39,19 @@ uint64_t Histogram::Count() const {
   return total;
 }
 
+HistogramMoments Histogram::Moments() const {
+  HistogramMoments m;
+  const uint32_t* c = counts.data();
+  AddBucketRun(
+      first, counts.size(),
+      [&c](uint32_t* out) {
+        *out = *c++;
+        return true;
+      },
+      &m);
+  return m;
+}
+
 uint64_t Histogram::Quantile(double q) const {
   const uint64_t total = Count();
   if (total == 0) return 0;

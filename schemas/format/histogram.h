@@ -43,6 +43,30 @@ constexpr uint64_t HistogramBucketValue(int bucket) {
   return HistogramBucketLow(bucket) + HistogramBucketWidth(bucket) / 2;
 }
 
+// Count, sum and sum of squares of a histogram's values, each taken as its bucket's midpoint.
+struct HistogramMoments {
+  double count = 0;
+  double sum = 0;
+  double sum_squares = 0;
+  bool operator==(const HistogramMoments&) const = default;
+};
+
+// Adds `length` counts of the buckets from `first` on to `m`; `next(uint32_t*)` yields each count
+// in turn, false to stop (then AddBucketRun returns false). Histogram::Moments and the decoder's
+// moments-only path (window_decode.cpp) both sum through here, so they agree to the bit.
+template <class Next>
+bool AddBucketRun(int first, uint64_t length, Next&& next, HistogramMoments* m) {
+  for (uint64_t i = 0; i < length; ++i) {
+    uint32_t c;
+    if (!next(&c)) return false;
+    const auto v = static_cast<double>(HistogramBucketValue(first + static_cast<int>(i)));
+    m->count += c;
+    m->sum += v * c;
+    m->sum_squares += v * v * c;
+  }
+  return true;
+}
+
 // A sparse run of buckets as stored on disk: counts[i] belongs to bucket first + i.
 struct Histogram {
   int first = 0;
@@ -51,6 +75,7 @@ struct Histogram {
   void Add(uint64_t value, uint32_t n = 1);
   void Merge(const Histogram& other);
   uint64_t Count() const;
+  HistogramMoments Moments() const;
   // Value at quantile q in [0, 1] (bucket midpoint); 0 when empty.
   uint64_t Quantile(double q) const;
   bool empty() const { return counts.empty(); }

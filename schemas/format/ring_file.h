@@ -20,6 +20,7 @@
 
 #include "schemas/format/live.h"
 #include "schemas/format/ring_layout.h"
+#include "schemas/format/window.h"
 
 namespace perftracker::format {
 
@@ -69,8 +70,10 @@ class RingWriter {
   // larger than the data region; the file stays readable either way. The last `static_tail`
   // bytes (WindowEncoder::static_tail_size) are compressed as a zstd frame of their own, and
   // that frame is reused while those bytes do not change: function names are compressed once
-  // per function table, not once per window.
-  bool Append(std::span<const uint8_t> flatbuffer, size_t static_tail = 0);
+  // per function table, not once per window. The `details` bytes before the tail
+  // (WindowEncoder::detail_size) get a frame of their own too, which readers may skip. Encode in a
+  // statement of its own: as arguments beside Encode, the sizes may be read before it runs.
+  bool Append(std::span<const uint8_t> flatbuffer, size_t static_tail = 0, size_t details = 0);
   // Replaces the live slot's contents with one LiveState FlatBuffer (at most live_size/2 - 24).
   bool WriteLive(std::span<const uint8_t> flatbuffer);
 
@@ -149,6 +152,11 @@ class RingReader {
   // Checks frame i and hands over its record alone, stats untouched: a look at the newest record
   // before the pass (analyze --since). False when i is out of range or the record fails a check.
   bool PeekRecord(size_t i, const RecordVisitor& visit);
+  // Records hand over their detail columns (DecodeOptions::function_details) as empty vectors,
+  // not decompressed: for readers that decode without them. Off by default.
+  void set_skip_details(bool skip) { skip_details_ = skip; }
+  // The tail of the record being handed over, valid inside the visitor (DecodeOptions::tail).
+  RecordTail tail() const { return tail_; }
 
  private:
   struct FrameRef {
@@ -160,6 +168,8 @@ class RingReader {
   std::span<const uint8_t> file_;
   std::vector<FrameRef> frames_;
   RingContents contents_;
+  bool skip_details_ = false;
+  RecordTail tail_;
 };
 
 }  // namespace perftracker::format

@@ -18,6 +18,9 @@ inline constexpr uint32_t kHeaderRegionSize = 4096;
 inline constexpr uint32_t kRecordMagic = 0x31435250;  // "PRC1"
 inline constexpr uint32_t kLiveMagic = 0x31564C50;    // "PLV1"
 inline constexpr uint16_t kCodecZstd = 1;
+// RecordFrame::flags. The payload's last three zstd frames are body, detail columns and static
+// tail (FORMAT.md "Records"): a reader that skips the detail columns need not decompress them.
+inline constexpr uint16_t kRecordFlagDetailFrame = 1u << 0;
 inline constexpr uint32_t kRecordAlign = 8;
 inline constexpr uint32_t kMaxRawRecordSize = 64u << 20;
 

@@ -8,6 +8,7 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -20,10 +21,21 @@
 namespace perftracker::format {
 namespace {
 
-// The previous record's static tail: its zstd frame and what it decompressed to.
-struct TailCache {
-  std::vector<uint8_t> compressed;
+// Unique in the process, so a decoder's memo (FunctionTableMemo) never mistakes another file's
+// or reader's tail for the one it saw.
+uint64_t NewTailGeneration() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+// A record's decompressed bytes, and the static tail (FORMAT.md "Records": the last frame, the
+// function names) of the record before: its zstd frame, what it decompressed to, and which
+// decompression that was (RecordTail::generation).
+struct RecordBuffer {
   std::vector<uint8_t> raw;
+  std::vector<uint8_t> tail_frame;
+  std::vector<uint8_t> tail_raw;
+  uint64_t generation = 0;
 };
 
 std::string Field(const char* p, size_t size) { return std::string(p, strnlen(p, size)); }
@@ -112,59 +124,94 @@ std::vector<FrameRef> ScanFrames(std::span<const uint8_t> file, const FileHeader
   return frames;
 }
 
-// Offset of the last zstd frame in `payload` (0 when it holds one frame or is malformed: then
-// it is decompressed whole, and zstd judges it).
-size_t LastFrameOffset(std::span<const uint8_t> payload) {
+// Where the payload's last two zstd frames start. `last` is 0 when the payload holds one frame
+// or is malformed (it is then decompressed whole, and zstd judges it); `before_last` is 0 when
+// there are fewer than three frames.
+struct FrameSplit {
+  size_t before_last = 0;
+  size_t last = 0;
+};
+
+FrameSplit SplitFrames(std::span<const uint8_t> payload) {
+  FrameSplit split;
   size_t at = 0;
   while (true) {
     const size_t n = ZSTD_findFrameCompressedSize(payload.data() + at, payload.size() - at);
-    if (ZSTD_isError(n) || n == 0 || n > payload.size() - at) return 0;
-    if (at + n == payload.size()) return at;
+    if (ZSTD_isError(n) || n == 0 || n > payload.size() - at) return {};
+    if (at + n == payload.size()) {
+      if (at == 0) return {};
+      split.before_last = split.last;
+      split.last = at;
+      return split;
+    }
+    if (at > 0) split.before_last = split.last, split.last = at;
     at += n;
   }
 }
 
-// Decompresses `payload` into `raw` (raw_size bytes). The writer's static tail (FORMAT.md: the
-// last frame, the function names) is byte-identical from window to window while the function
-// table is: when its compressed bytes equal the previous record's, its earlier output is copied,
-// not decompressed again (it was most of the reader's zstd time).
-bool Decompress(std::span<const uint8_t> payload, ZSTD_DCtx* dctx, TailCache* cache,
-                std::vector<uint8_t>* raw) {
-  const size_t last = LastFrameOffset(payload);
-  const std::span<const uint8_t> head = payload.first(last), tail = payload.subspan(last);
+// Decompresses `payload` into buf->raw (raw_size bytes). The static tail is byte-identical from
+// window to window while the function table is: when its frame equals the previous record's,
+// its earlier output is copied, not decompressed again (it was most of the reader's zstd time).
+// With `skip_details` the frame before the tail (kRecordFlagDetailFrame) is not decompressed: its
+// bytes are zeroed, so its columns read as empty vectors, which the verifier accepts and the
+// decoder never looks at.
+bool Decompress(std::span<const uint8_t> payload, size_t raw_size, bool skip_details,
+                ZSTD_DCtx* dctx, RecordBuffer* buf) {
+  std::vector<uint8_t>& raw = buf->raw;
+  raw.resize(raw_size);
+  const FrameSplit split = SplitFrames(payload);
+  const bool skip = skip_details && split.before_last > 0;
+  const std::span<const uint8_t> head = payload.first(skip ? split.before_last : split.last);
+  const std::span<const uint8_t> tail = payload.subspan(split.last);
   size_t n = 0;
   if (!head.empty()) {
-    n = ZSTD_decompressDCtx(dctx, raw->data(), raw->size(), head.data(), head.size());
+    n = ZSTD_decompressDCtx(dctx, raw.data(), raw.size(), head.data(), head.size());
     if (ZSTD_isError(n)) return false;
   }
-  if (head.empty() ||
-      !std::equal(tail.begin(), tail.end(), cache->compressed.begin(), cache->compressed.end())) {
-    const size_t m =
-        ZSTD_decompressDCtx(dctx, raw->data() + n, raw->size() - n, tail.data(), tail.size());
-    if (ZSTD_isError(m)) return false;
-    if (!head.empty()) {  // a tail worth keeping: there is a body before it
-      cache->compressed.assign(tail.begin(), tail.end());
-      cache->raw.assign(raw->begin() + static_cast<ptrdiff_t>(n),
-                        raw->begin() + static_cast<ptrdiff_t>(n + m));
+  if (skip) {
+    const unsigned long long details = ZSTD_getFrameContentSize(payload.data() + split.before_last,
+                                                                split.last - split.before_last);
+    if (details == ZSTD_CONTENTSIZE_UNKNOWN || details == ZSTD_CONTENTSIZE_ERROR ||
+        details > raw.size() - n) {
+      return false;
     }
-    return n + m == raw->size();
+    std::memset(raw.data() + n, 0, details);
+    n += details;
   }
-  if (cache->raw.size() != raw->size() - n) return false;
-  std::memcpy(raw->data() + n, cache->raw.data(), cache->raw.size());
-  return true;
+  if (split.last > 0 &&
+      std::equal(tail.begin(), tail.end(), buf->tail_frame.begin(), buf->tail_frame.end())) {
+    if (buf->tail_raw.size() != raw.size() - n) return false;
+    std::memcpy(raw.data() + n, buf->tail_raw.data(), buf->tail_raw.size());
+    return true;
+  }
+  const size_t m =
+      ZSTD_decompressDCtx(dctx, raw.data() + n, raw.size() - n, tail.data(), tail.size());
+  if (ZSTD_isError(m)) return false;
+  buf->tail_frame.clear(), buf->tail_raw.clear();
+  if (split.last > 0) {  // a tail worth keeping: there is a body before it
+    buf->tail_frame.assign(tail.begin(), tail.end());
+    buf->tail_raw.assign(raw.begin() + static_cast<ptrdiff_t>(n),
+                         raw.begin() + static_cast<ptrdiff_t>(n + m));
+    buf->generation = NewTailGeneration();
+  }
+  return n + m == raw.size();
 }
 
-bool DecodePayload(std::span<const uint8_t> file, uint64_t offset, const RecordFrame& f,
-                   ZSTD_DCtx* dctx, TailCache* cache, std::vector<uint8_t>* raw) {
+// The record at `offset`, checked and decompressed into `buf`; empty when it fails a check.
+std::span<const uint8_t> DecodePayload(std::span<const uint8_t> file, uint64_t offset,
+                                       const RecordFrame& f, bool skip_details, ZSTD_DCtx* dctx,
+                                       RecordBuffer* buf) {
   const std::span<const uint8_t> payload = file.subspan(offset + sizeof f, f.payload_size);
   if (Crc32c(payload.data(), payload.size()) != f.payload_crc || f.codec != kCodecZstd ||
       f.raw_size > kMaxRawRecordSize) {
-    return false;
+    return {};
   }
-  raw->resize(f.raw_size);
-  if (!Decompress(payload, dctx, cache, raw)) return false;
-  flatbuffers::Verifier verifier(raw->data(), raw->size());
-  return fb::VerifyWindowSummaryBuffer(verifier);
+  const bool skip = skip_details && (f.flags & kRecordFlagDetailFrame) != 0;
+  if (!Decompress(payload, f.raw_size, skip, dctx, buf)) return {};
+  const std::span<const uint8_t> record(buf->raw);
+  flatbuffers::Verifier verifier(record.data(), record.size());
+  if (!fb::VerifyWindowSummaryBuffer(verifier)) return {};
+  return record;
 }
 
 }  // namespace
@@ -198,18 +245,18 @@ ReadStatus RingReader::Open(std::span<const uint8_t> file, std::string* error) {
 bool RingReader::PeekRecord(size_t i, const RecordVisitor& visit) {
   if (i >= frames_.size()) return false;
   std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
-  std::vector<uint8_t> raw;
+  RecordBuffer buf;
   const FrameRef& r = frames_[i];
-  TailCache cache;
-  if (!DecodePayload(file_, r.offset, r.frame, dctx.get(), &cache, &raw)) return false;
-  if (visit) visit(r.seq, raw);
+  const auto record = DecodePayload(file_, r.offset, r.frame, skip_details_, dctx.get(), &buf);
+  if (record.empty()) return false;
+  tail_ = RecordTail{buf.tail_raw.empty() ? 0 : buf.generation, buf.tail_raw.size()};
+  if (visit) visit(r.seq, record);
   return true;
 }
 
 void RingReader::ForEachRecord(const RecordVisitor& visit, size_t first) {
   std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
-  std::vector<uint8_t> raw;
-  TailCache cache;
+  RecordBuffer buf;
   std::optional<uint64_t> last_seq;
   RingStats& stats = contents_.stats;
   for (size_t i = std::min(first, frames_.size()); i < frames_.size(); ++i) {
@@ -218,15 +265,17 @@ void RingReader::ForEachRecord(const RecordVisitor& visit, size_t first) {
       ++stats.duplicates;
       continue;
     }
-    if (!DecodePayload(file_, r.offset, r.frame, dctx.get(), &cache, &raw)) {
+    const auto record = DecodePayload(file_, r.offset, r.frame, skip_details_, dctx.get(), &buf);
+    if (record.empty()) {
       ++stats.records_corrupt;
       continue;
     }
+    tail_ = RecordTail{buf.tail_raw.empty() ? 0 : buf.generation, buf.tail_raw.size()};
     if (last_seq) stats.seq_gaps += r.seq - *last_seq - 1;
     last_seq = r.seq;
     ++stats.records_valid;
     stats.record_bytes += AlignRecord(sizeof r.frame + r.frame.payload_size);
-    if (visit && !visit(r.seq, raw)) break;
+    if (visit && !visit(r.seq, record)) break;
   }
   frames_.clear();
 }

@@ -195,11 +195,16 @@ size_t Compress(ZSTD_CCtx* cctx, std::span<const uint8_t> in, int level, uint8_t
 
 }  // namespace
 
-bool RingWriter::Append(std::span<const uint8_t> flatbuffer, size_t static_tail) {
+bool RingWriter::Append(std::span<const uint8_t> flatbuffer, size_t static_tail, size_t details) {
   if (flatbuffer.size() > kMaxRawRecordSize || cctx_ == nullptr) return false;
   auto* cctx = static_cast<ZSTD_CCtx*>(cctx_);
   static_tail = std::min(static_tail, flatbuffer.size());
-  const std::span<const uint8_t> body = flatbuffer.first(flatbuffer.size() - static_tail);
+  // A detail frame only between a body and a tail: the reader finds it as the next-to-last frame.
+  details = static_tail == 0 ? 0 : std::min(details, flatbuffer.size() - static_tail);
+  if (details == flatbuffer.size() - static_tail) details = 0;
+  const size_t body_size = flatbuffer.size() - static_tail - details;
+  const std::span<const uint8_t> body = flatbuffer.first(body_size);
+  const std::span<const uint8_t> detail = flatbuffer.subspan(body_size, details);
   const std::span<const uint8_t> tail = flatbuffer.last(static_tail);
   if (!tail.empty() && !std::equal(tail.begin(), tail.end(), tail_raw_.begin(), tail_raw_.end())) {
     tail_compressed_.resize(ZSTD_compressBound(tail.size()));
@@ -210,13 +215,19 @@ bool RingWriter::Append(std::span<const uint8_t> flatbuffer, size_t static_tail)
     tail_raw_.assign(tail.begin(), tail.end());
   }
   const size_t tail_z = tail.empty() ? 0 : tail_compressed_.size();
-  const size_t bound = ZSTD_compressBound(body.size());
-  frame_.resize(sizeof(RecordFrame) + bound + tail_z + kRecordAlign);
+  const size_t body_bound = ZSTD_compressBound(body.size());
+  const size_t detail_bound = detail.empty() ? 0 : ZSTD_compressBound(detail.size());
+  frame_.resize(sizeof(RecordFrame) + body_bound + detail_bound + tail_z + kRecordAlign);
   uint8_t* payload = frame_.data() + sizeof(RecordFrame);
-  const size_t body_z = Compress(cctx, body, zstd_level_, payload, bound);
+  const size_t body_z = Compress(cctx, body, zstd_level_, payload, body_bound);
   if (ZSTD_isError(body_z)) return false;
-  if (tail_z > 0) std::memcpy(payload + body_z, tail_compressed_.data(), tail_z);
-  const size_t csize = body_z + tail_z;
+  size_t detail_z = 0;
+  if (!detail.empty()) {
+    detail_z = Compress(cctx, detail, zstd_level_, payload + body_z, detail_bound);
+    if (ZSTD_isError(detail_z)) return false;
+  }
+  if (tail_z > 0) std::memcpy(payload + body_z + detail_z, tail_compressed_.data(), tail_z);
+  const size_t csize = body_z + detail_z + tail_z;
   const uint64_t frame_size = AlignRecord(sizeof(RecordFrame) + csize);
   if (frame_size > capacity_) return false;
   std::memset(payload + csize, 0, frame_size - sizeof(RecordFrame) - csize);
@@ -228,6 +239,7 @@ bool RingWriter::Append(std::span<const uint8_t> flatbuffer, size_t static_tail)
   f.raw_size = static_cast<uint32_t>(flatbuffer.size());
   f.payload_crc = Crc32c(payload, csize);
   f.codec = kCodecZstd;
+  f.flags = detail.empty() ? 0 : kRecordFlagDetailFrame;
   f.header_crc = Crc32c(&f, offsetof(RecordFrame, header_crc));
   const uint32_t magic = f.magic;
   f.magic = 0;  // the frame becomes visible only when the magic lands, after everything else

@@ -80,6 +80,9 @@ struct FunctionPattern {
   uint64_t device_samples = 0;
   uint64_t device_ns = 0;
   Histogram duration;
+  // `duration` summed up, in its place when decoded with DecodeOptions::duration_moments (else
+  // zero; only the count where every call was timed): all the analyzer needs of it.
+  HistogramMoments duration_moments;
   Histogram device;
   Histogram per_iteration;
   // Exclusive time of the timed calls; empty when it equals `duration` (leaves, native calls).
@@ -197,6 +200,9 @@ class WindowEncoder {
   // which RingWriter::Append uses to compress them once.
   std::span<const uint8_t> Encode(const Window& window);
   size_t static_tail_size() const { return static_tail_size_; }
+  // The detail_size() bytes before the static tail hold only the columns DecodeOptions::
+  // function_details names, for RingWriter::Append to compress as a frame of their own.
+  size_t detail_size() const { return detail_size_; }
 
  private:
   bool SameFunctionTable(const std::vector<FunctionPattern>& functions) const;
@@ -204,6 +210,7 @@ class WindowEncoder {
   std::unique_ptr<flatbuffers::FlatBufferBuilder> builder_;
   std::vector<uint8_t> scratch_;
   size_t static_tail_size_ = 0;
+  size_t detail_size_ = 0;
   // The last static tail, reused byte for byte while the function table stays the same.
   struct TableKey {
     FunctionKind kind;
@@ -216,6 +223,24 @@ class WindowEncoder {
   uint32_t tail_offsets_[3] = {};
 };
 
+// The static tail (WindowEncoder) of a record as RingReader hands it over: its last `size` bytes
+// are the output of decompression number `generation`, unique in the process, so two records
+// with the same generation end in the same bytes. generation 0: not known.
+struct RecordTail {
+  uint64_t generation = 0;
+  size_t size = 0;
+};
+
+// Where the function table of the last window decoded into an `out` lay (DecodeOptions::memo).
+struct FunctionTableMemo {
+  uint64_t generation = 0;  // 0: nothing remembered
+  size_t rows = 0;
+  // Distances of the name, kind and parent vectors from the buffer's end (0: absent).
+  uint64_t name = 0, kind = 0, parent = 0;
+  // The rows' detail fields were left empty (DecodeOptions::function_details false) and still are.
+  bool details_empty = false;
+};
+
 // What a reader needs of a window. Columns it skips are left empty (zero); what is decoded is
 // checked as always.
 struct DecodeOptions {
@@ -225,6 +250,16 @@ struct DecodeOptions {
   // Functions' min_ns, max_ns, captured and their device, per-iteration and self-duration
   // histograms: the analyzer's slots do not use them, dump and diff do.
   bool function_details = true;
+  // Functions' duration histograms are summed into duration_moments as they are read, and
+  // `duration` is left empty. Where the histogram holds all of a function's `count` calls only
+  // its count is taken (sum and sum_squares 0): every call was timed, no spread is estimated.
+  bool duration_moments = false;
+  // For a reader that decodes one ring's records over the same `out`, in order: the record's
+  // tail (RingReader::tail) and a memo kept beside `out`. A function table that lies in a tail
+  // of the same generation, where the memo says the last one lay, is the one `out` holds: it is
+  // not compared name by name again (most of the decoder's time for thousands of functions).
+  RecordTail tail{};
+  FunctionTableMemo* memo = nullptr;
 };
 
 // Decodes `bytes` over `out`, reusing its storage: decoding a ring's windows into one Window

@@ -158,34 +158,38 @@ std::span<const uint8_t> WindowEncoder::Encode(const Window& w) {
   const Offset<Vector<uint8_t>> kind(tail_offsets_[1]);
   const Bytes parent(tail_offsets_[2]);
 
+  // The detail columns next, so they lie just before the tail: RingWriter::Append gives them a
+  // zstd frame of their own, which a reader that does not use them (the analyzer) skips.
+  const auto min = Packed(b, s, f, [](const P& p) { return p.min_ns; });
+  const auto max = Packed(b, s, f, [](const P& p) { return p.max_ns; });
+  const auto device =
+      PackedHistograms(b, s, f, [](const P& p) -> const Histogram& { return p.device; });
+  const auto per_iter =
+      PackedHistograms(b, s, f, [](const P& p) -> const Histogram& { return p.per_iteration; });
+  // Written only when some function has one: a window without any carries no such column, as
+  // writers produced before it existed.
+  const bool any_self =
+      std::any_of(f.begin(), f.end(), [](const P& p) { return !p.self_duration.empty(); });
+  const auto self_duration =
+      any_self ? PackedHistograms(b, s, f,
+                                  [](const P& p) -> const Histogram& { return p.self_duration; })
+               : Bytes();
+  const bool any_captured = std::any_of(f.begin(), f.end(), [](const P& p) { return p.captured; });
+  const auto captured =
+      any_captured ? Packed(b, s, f, [](const P& p) { return p.captured; }) : Bytes();
+  detail_size_ = b.GetSize() - static_tail_size_;
+
   const auto count = Packed(b, s, f, [](const P& p) { return p.count; });
   const auto total = Packed(b, s, f, [](const P& p) { return p.total_ns; });
   const auto self = Packed(b, s, f, [](const P& p) { return p.self_ns; });
-  const auto min = Packed(b, s, f, [](const P& p) { return p.min_ns; });
-  const auto max = Packed(b, s, f, [](const P& p) { return p.max_ns; });
   const auto wait = Packed(b, s, f, [](const P& p) { return p.wait_ns; });
   const auto bytes = Packed(b, s, f, [](const P& p) { return p.bytes; });
   const auto dev_samples = Packed(b, s, f, [](const P& p) { return p.device_samples; });
   const auto dev_ns = Packed(b, s, f, [](const P& p) { return p.device_ns; });
   const auto duration =
       PackedHistograms(b, s, f, [](const P& p) -> const Histogram& { return p.duration; });
-  const auto device =
-      PackedHistograms(b, s, f, [](const P& p) -> const Histogram& { return p.device; });
-  const auto per_iter =
-      PackedHistograms(b, s, f, [](const P& p) -> const Histogram& { return p.per_iteration; });
-  // Written only when some function has one: a window without any is byte for byte what
-  // writers produced before the column existed.
-  const bool any_self =
-      std::any_of(f.begin(), f.end(), [](const P& p) { return !p.self_duration.empty(); });
-  const auto self_duration =
-      any_self ? PackedHistograms(b, s, f,
-                                  [](const P& p) -> const Histogram& { return p.self_duration; })
-               : decltype(duration)();
   const auto critical =
       w.critical_path ? Packed(b, s, f, [](const P& p) { return p.critical_ns; }) : Bytes();
-  const bool any_captured = std::any_of(f.begin(), f.end(), [](const P& p) { return p.captured; });
-  const auto captured =
-      any_captured ? Packed(b, s, f, [](const P& p) { return p.captured; }) : Bytes();
   const auto functions = fb::CreateFunctionColumns(
       b, name, kind, parent, count, total, self, min, max, wait, bytes, dev_samples, dev_ns,
       duration, device, per_iter, self_duration, critical, captured);

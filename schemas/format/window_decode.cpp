@@ -85,6 +85,47 @@ bool UnpackHistograms(const ByteVector* column, std::vector<Row>* rows, Histogra
   return in.done();
 }
 
+// The duration histograms, or with `moments` their sums as they are read (checked as
+// NextHistogram checks them; DecodeOptions::duration_moments), leaving `duration` empty.
+bool UnpackDurations(const ByteVector* column, bool moments, std::vector<FunctionPattern>* rows) {
+  if (!moments) {
+    for (FunctionPattern& row : *rows) row.duration_moments = {};
+    return UnpackHistograms(column, rows, &FunctionPattern::duration);
+  }
+  const auto next_count = [](VarintReader& in, uint32_t* c) {
+    uint64_t v;
+    if (!in.Next(&v) || v > UINT32_MAX) return false;
+    *c = static_cast<uint32_t>(v);
+    return true;
+  };
+  VarintReader in(Span(column));
+  for (FunctionPattern& row : *rows) {
+    row.duration.counts.clear(), row.duration.first = 0;
+    row.duration_moments = {};
+    if (column == nullptr) continue;
+    uint64_t first, length;
+    if (!in.Next(&first) || !in.Next(&length)) return false;
+    if (first >= kHistogramBuckets || length > kHistogramBuckets - first) return false;
+    // The counts first: only a function timed on fewer than all its calls needs the sums.
+    VarintReader again = in;
+    uint64_t timed = 0;
+    if (!in.TrySumOneByte(length, &timed)) {
+      for (uint64_t i = 0; i < length; ++i) {
+        uint32_t c;
+        if (!next_count(in, &c)) return false;
+        timed += c;
+      }
+    }
+    row.duration_moments.count = static_cast<double>(timed);
+    if (timed < row.count) {
+      row.duration_moments = {};
+      const auto count = [&again, &next_count](uint32_t* c) { return next_count(again, c); };
+      AddBucketRun(static_cast<int>(first), length, count, &row.duration_moments);
+    }
+  }
+  return column == nullptr || in.done();
+}
+
 // Sets name, kind and parent of every row, and id and parent_id of the rows where they change.
 // Rows are decoded over the previous window's (`out` is reused): a writer repeats its function
 // table window after window, so names are compared, not copied, and ids not rehashed.
@@ -120,33 +161,68 @@ bool DecodeFunctionTable(const fb::FunctionColumns* c, std::vector<FunctionPatte
   return true;
 }
 
-bool DecodeFunctions(const fb::FunctionColumns* c, const DecodeOptions& options,
-                     std::vector<FunctionPattern>* out) {
+// Where the function table lies, if all of it (vectors and names) lies in the record's tail;
+// generation 0 otherwise.
+FunctionTableMemo TableInTail(const fb::FunctionColumns* c, std::span<const uint8_t> buffer,
+                              const RecordTail& tail) {
+  const uint8_t* end = buffer.data() + buffer.size();
+  const auto from_end = [end](const void* p) {
+    return p == nullptr ? 0 : static_cast<uint64_t>(end - static_cast<const uint8_t*>(p));
+  };
+  const auto in_tail = [&](const void* p) { return p == nullptr || from_end(p) <= tail.size; };
+  const auto* names = c->name();
+  if (tail.generation == 0 || !in_tail(names) || !in_tail(c->kind()) || !in_tail(c->parent())) {
+    return {};
+  }
+  for (flatbuffers::uoffset_t i = 0; i < names->size(); ++i) {
+    if (!in_tail(names->Get(i))) return {};
+  }
+  return {tail.generation, names->size(), from_end(names), from_end(c->kind()),
+          from_end(c->parent())};
+}
+
+bool DecodeFunctions(const fb::FunctionColumns* c, std::span<const uint8_t> buffer,
+                     const DecodeOptions& options, std::vector<FunctionPattern>* out) {
   using P = FunctionPattern;
+  FunctionTableMemo* memo = options.memo;
+  const FunctionTableMemo unset;
   if (c == nullptr || c->name() == nullptr) {
     out->clear();
+    if (memo) *memo = unset;
     return true;
   }
-  if (!Sized(c->kind(), c->name()->size()) || !DecodeFunctionTable(c, out)) {
+  // Identical tail bytes, and the table where it was: the rows `out` holds are this table.
+  const FunctionTableMemo where = memo ? TableInTail(c, buffer, options.tail) : unset;
+  const bool known = memo && where.generation != 0 && memo->generation == where.generation &&
+                     memo->rows == where.rows && memo->name == where.name &&
+                     memo->kind == where.kind && memo->parent == where.parent &&
+                     out->size() == where.rows;
+  const bool details_were_empty = known && memo->details_empty;
+  if (memo) *memo = unset;
+  if (!known && (!Sized(c->kind(), c->name()->size()) || !DecodeFunctionTable(c, out))) {
     out->clear();  // rows may be half updated: the next window must not trust them
     return false;
   }
+  if (memo) *memo = where;
   const bool sums =
       Unpack(c->count(), out, &P::count) && Unpack(c->total_ns(), out, &P::total_ns) &&
       Unpack(c->self_ns(), out, &P::self_ns) && Unpack(c->wait_ns(), out, &P::wait_ns) &&
       Unpack(c->bytes(), out, &P::bytes) && Unpack(c->device_samples(), out, &P::device_samples) &&
       Unpack(c->device_ns(), out, &P::device_ns) &&
-      UnpackHistograms(c->duration(), out, &P::duration) &&
+      UnpackDurations(c->duration(), options.duration_moments, out) &&
       Unpack(c->critical_ns(), out, &P::critical_ns);
   if (!sums) return false;
-  const ByteVector* none = nullptr;
   const bool all = options.function_details;
-  return Unpack(all ? c->min_ns() : none, out, &P::min_ns) &&
-         Unpack(all ? c->max_ns() : none, out, &P::max_ns) &&
-         UnpackHistograms(all ? c->device() : none, out, &P::device) &&
-         UnpackHistograms(all ? c->per_iteration() : none, out, &P::per_iteration) &&
-         UnpackHistograms(all ? c->self_duration() : none, out, &P::self_duration) &&
-         Unpack(all ? c->captured() : none, out, &P::captured);
+  if (!all && details_were_empty) return memo->details_empty = true;  // still empty: not cleared
+  const ByteVector* none = nullptr;
+  const bool details = Unpack(all ? c->min_ns() : none, out, &P::min_ns) &&
+                       Unpack(all ? c->max_ns() : none, out, &P::max_ns) &&
+                       UnpackHistograms(all ? c->device() : none, out, &P::device) &&
+                       UnpackHistograms(all ? c->per_iteration() : none, out, &P::per_iteration) &&
+                       UnpackHistograms(all ? c->self_duration() : none, out, &P::self_duration) &&
+                       Unpack(all ? c->captured() : none, out, &P::captured);
+  if (memo) memo->details_empty = details && !all;
+  return details;
 }
 
 bool DecodeCollectives(const fb::CollectiveColumns* c, std::vector<CollectivePattern>* out) {
@@ -240,7 +316,7 @@ bool DecodeWindow(std::span<const uint8_t> bytes, Window* out, const DecodeOptio
   out->python_unrecorded = w->python_unrecorded();
   out->thread_cpu_ns = w->thread_cpu_ns();
   out->run_delay_ns = w->run_delay_ns();
-  if (!DecodeFunctions(w->functions(), options, &out->functions)) return false;
+  if (!DecodeFunctions(w->functions(), bytes, options, &out->functions)) return false;
   if (!DecodeCollectives(w->collectives(), &out->collectives)) return false;
   if (!DecodeSignals(w->signals(), &out->signals)) return false;
   out->iterations = IterationStats{};

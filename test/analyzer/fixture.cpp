@@ -51,7 +51,8 @@ std::vector<std::string> WriteJob(const std::string& dir, const JobSpec& spec) {
     for (int w = 0; w < spec.windows; ++w) {
       format::Window window = synthetic::MakeWindow(shape, r, spec.ranks, static_cast<uint64_t>(w));
       if (spec.edit) spec.edit(r, &window);
-      if (!writer->Append(encoder.Encode(window), encoder.static_tail_size())) {
+      const auto encoded = encoder.Encode(window);
+      if (!writer->Append(encoded, encoder.static_tail_size(), encoder.detail_size())) {
         throw std::runtime_error("append failed: " + path);
       }
     }

@@ -42,7 +42,9 @@ void BM_EncodeCompressAppend(benchmark::State& state) {
   for (auto _ : state) {
     const auto bytes = encoder.Encode(window);
     raw = bytes.size();
-    if (!writer->Append(bytes, encoder.static_tail_size())) state.SkipWithError("append failed");
+    if (!writer->Append(bytes, encoder.static_tail_size(), encoder.detail_size())) {
+      state.SkipWithError("append failed");
+    }
   }
   state.counters["windows_per_s"] = benchmark::Counter(double(state.iterations()),
                                                        benchmark::Counter::kIsRate);
@@ -62,7 +64,7 @@ void BM_ReadDecode(benchmark::State& state) {
     auto writer = format::RingWriter::Create(path, {}, options, &error);
     format::WindowEncoder encoder;
     const auto bytes = encoder.Encode(window);
-    while (writer->Append(bytes, encoder.static_tail_size()) &&
+    while (writer->Append(bytes, encoder.static_tail_size(), encoder.detail_size()) &&
            writer->next_seq() * 40'000 < options.file_size) {
     }
   }

@@ -111,7 +111,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   for (uint64_t seq = 0; seq < 12; ++seq) {
-    writer->Append(encoder.Encode(Tiny(seq, 6)), encoder.static_tail_size());
+    const auto encoded = encoder.Encode(Tiny(seq, 6));
+    writer->Append(encoded, encoder.static_tail_size(), encoder.detail_size());
   }
   format::LiveState live;
   live.python_stack = {"train.py:9:step"};

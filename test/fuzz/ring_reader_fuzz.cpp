@@ -1,4 +1,6 @@
-// Any bytes as a ring file: the reader must reject or read them without a crash, a leak or UB.
+// Any bytes as a ring file: the reader must reject or read them without a crash, a leak or UB,
+// both whole (dump) and as the analyzer reads them: detail frames skipped, durations summed, and
+// one window decoded over the last with the function-table memo.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -9,13 +11,27 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace perftracker::format;
-  RingReader reader;
-  std::string error;
-  if (reader.Open(std::span<const uint8_t>(data, size), &error) != ReadStatus::kOk) return 0;
-  reader.ForEachRecord([](uint64_t, std::span<const uint8_t> bytes) {
+  for (const bool analyzer : {false, true}) {
+    RingReader reader;
+    std::string error;
+    if (reader.Open(std::span<const uint8_t>(data, size), &error) != ReadStatus::kOk) return 0;
+    reader.set_skip_details(analyzer);
     Window window;
-    (void)DecodeWindow(bytes, &window);
-    return true;
-  });
+    FunctionTableMemo memo;
+    reader.ForEachRecord([&](uint64_t, std::span<const uint8_t> bytes) {
+      if (!analyzer) {
+        Window whole;
+        (void)DecodeWindow(bytes, &whole);
+        return true;
+      }
+      const DecodeOptions options{.verified = true,
+                                  .function_details = false,
+                                  .duration_moments = true,
+                                  .tail = reader.tail(),
+                                  .memo = &memo};
+      (void)DecodeWindow(bytes, &window, options);
+      return true;
+    });
+  }
   return 0;
 }

@@ -27,7 +27,8 @@ namespace {
   for (uint64_t seq = 0;; ++seq) {
     // A varying function count changes the static tail now and then, as in real jobs.
     const int functions = 30 + static_cast<int>((seq / 7) % 5) * 10;
-    if (!writer->Append(encoder.Encode(SmallWindow(seq, functions)), encoder.static_tail_size())) {
+    const auto encoded = encoder.Encode(SmallWindow(seq, functions));
+    if (!writer->Append(encoded, encoder.static_tail_size(), encoder.detail_size())) {
       _exit(4);
     }
     if (write(report_fd, &seq, sizeof seq) != sizeof seq) _exit(5);

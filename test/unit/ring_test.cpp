@@ -25,7 +25,8 @@ TEST_CASE("records, identity and live slot round-trip", "[ring]") {
   REQUIRE(writer);
   format::WindowEncoder encoder;
   for (uint64_t seq = 0; seq < 10; ++seq) {
-    REQUIRE(writer->Append(encoder.Encode(SmallWindow(seq)), encoder.static_tail_size()));
+    const auto encoded = encoder.Encode(SmallWindow(seq));
+    REQUIRE(writer->Append(encoded, encoder.static_tail_size(), encoder.detail_size()));
   }
   format::LiveState live;
   live.iteration = 99;
@@ -193,25 +194,64 @@ TEST_CASE("format versions: newer but compatible reads, incompatible is refused"
   CHECK(ReadAll(bytes).status == format::ReadStatus::kUnsupportedVersion);
 }
 
-TEST_CASE("the committed version-1 fixture still reads, and writers still produce it", "[ring]") {
-  const std::string fixture = std::string(PERFTRACKER_SOURCE_DIR) + "/test/unit/fixtures/ring_v1.ptr";
-  if (std::getenv("PERFTRACKER_UPDATE_FIXTURES")) WriteRing(fixture, 3, 4096 + 4096 + 16384);
-  const ReadBack r = ReadAllFile(fixture);
-  REQUIRE(r.status == format::ReadStatus::kOk);
-  REQUIRE(r.records.size() == 3);
-  for (const auto& [seq, window] : r.records) CHECK(window == SmallWindow(seq));
-  CHECK(r.contents.identity.job_id == "job-42");
-  CHECK(r.contents.format_version == 1);
-  // The reader's view of record 0 is the exact FlatBuffer today's encoder writes.
+// The first record a reader hands over from `path`, as bytes.
+std::vector<uint8_t> FirstRecordBytes(const std::string& path, bool skip_details = false) {
   format::RingReader reader;
   std::string error;
-  REQUIRE(reader.OpenFile(fixture, &error) == format::ReadStatus::kOk);
+  REQUIRE(reader.OpenFile(path, &error) == format::ReadStatus::kOk);
+  reader.set_skip_details(skip_details);
   std::vector<uint8_t> stored;
   reader.ForEachRecord([&](uint64_t, std::span<const uint8_t> bytes) {
     stored.assign(bytes.begin(), bytes.end());
     return false;
   });
+  return stored;
+}
+
+std::string Fixture(const char* name) {
+  return std::string(PERFTRACKER_SOURCE_DIR) + "/test/unit/fixtures/" + name;
+}
+
+// ring_v1.ptr was written before the detail frame (two zstd frames a record, the detail columns
+// elsewhere in the FlatBuffer); ring_v1_detail_frame.ptr is what writers produce today. Both
+// must read the same forever.
+TEST_CASE("the committed version-1 fixtures still read, and writers still produce the newer",
+          "[ring]") {
+  const std::string today = Fixture("ring_v1_detail_frame.ptr");
+  if (std::getenv("PERFTRACKER_UPDATE_FIXTURES")) WriteRing(today, 3, 4096 + 4096 + 16384);
+  for (const std::string& fixture : {Fixture("ring_v1.ptr"), today}) {
+    CAPTURE(fixture);
+    const ReadBack r = ReadAllFile(fixture);
+    REQUIRE(r.status == format::ReadStatus::kOk);
+    REQUIRE(r.records.size() == 3);
+    for (const auto& [seq, window] : r.records) CHECK(window == SmallWindow(seq));
+    CHECK(r.contents.identity.job_id == "job-42");
+    CHECK(r.contents.format_version == 1);
+  }
+  // The reader's view of today's record 0 is the exact FlatBuffer today's encoder writes.
   format::WindowEncoder encoder;
   const auto fresh = encoder.Encode(SmallWindow(0));
-  CHECK(stored == std::vector<uint8_t>(fresh.begin(), fresh.end()));
+  CHECK(FirstRecordBytes(today) == std::vector<uint8_t>(fresh.begin(), fresh.end()));
+}
+
+TEST_CASE("a reader skipping details zeroes exactly the detail frame, and only when flagged",
+          "[ring]") {
+  format::WindowEncoder encoder;
+  const auto fresh = encoder.Encode(SmallWindow(0));
+  const size_t tail = encoder.static_tail_size(), details = encoder.detail_size();
+  REQUIRE(details > 0);
+  std::vector<uint8_t> want(fresh.begin(), fresh.end());
+  std::fill(want.end() - static_cast<long>(tail + details), want.end() - static_cast<long>(tail),
+            0);
+  CHECK(FirstRecordBytes(Fixture("ring_v1_detail_frame.ptr"), true) == want);
+  // Records written before the flag are read whole whatever the reader asks.
+  CHECK(FirstRecordBytes(Fixture("ring_v1.ptr"), true) == FirstRecordBytes(Fixture("ring_v1.ptr")));
+  // What was skipped decodes as the slim decode of the whole record: the detail columns empty.
+  format::Window slim, whole;
+  REQUIRE(format::DecodeWindow(want, &slim, {.function_details = false}));
+  REQUIRE(format::DecodeWindow(fresh, &whole, {.function_details = false}));
+  CHECK(slim == whole);
+  CHECK_FALSE(slim.functions.empty());
+  format::Window full;  // asking for the details of a record read without them fails cleanly
+  CHECK_FALSE(format::DecodeWindow(want, &full));
 }

@@ -114,7 +114,8 @@ void WriteRing(const std::string& path, uint64_t count, uint64_t file_size) {
   REQUIRE(writer);
   format::WindowEncoder encoder;
   for (uint64_t seq = 0; seq < count; ++seq) {
-    REQUIRE(writer->Append(encoder.Encode(SmallWindow(seq)), encoder.static_tail_size()));
+    const auto encoded = encoder.Encode(SmallWindow(seq));
+    REQUIRE(writer->Append(encoded, encoder.static_tail_size(), encoder.detail_size()));
   }
 }
 

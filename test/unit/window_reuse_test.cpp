@@ -109,7 +109,8 @@ TEST_CASE("records read through the reader's tail cache equal what was written",
     format::WindowEncoder encoder;
     for (size_t i = 0; i < shapes.size(); ++i) {
       written.push_back(synthetic::MakeWindow(shapes[i], 0, 4, i));
-      REQUIRE(writer->Append(encoder.Encode(written.back()), encoder.static_tail_size()));
+      const auto encoded = encoder.Encode(written.back());
+      REQUIRE(writer->Append(encoded, encoder.static_tail_size(), encoder.detail_size()));
     }
   }
   const testing::ReadBack back = testing::ReadAllFile(path);
