@@ -7,7 +7,9 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "analyzer/reduced.h"
 #include "schemas/format/live.h"
@@ -117,5 +119,11 @@ int main(int argc, char** argv) {
   format::LiveState live;
   live.python_stack = {"train.py:9:step"};
   writer->WriteLive(format::EncodeLiveState(live, builder));
+  writer.reset();
+  // ring_reader_fuzz reads an input of odd length as the analyzer does: seed that way too.
+  std::ifstream in(dir + "/ring.ptr", std::ios::binary);
+  std::vector<uint8_t> ring((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ring.push_back(0);
+  Write(dir + "/ring-odd.ptr", ring);
   return 0;
 }
