@@ -75,6 +75,10 @@ void CountDamage(const RankData& r, uint64_t undecodable, uint64_t deselected, D
   if (r.windows == 0 && deselected == 0) diags->Add(Diagnostic::kNoWindows, 1, r.path);
 }
 
+// What the slots need of a window the reader verified: sums and duration moments, no details.
+constexpr format::DecodeOptions kSlotDecode{
+    .verified = true, .function_details = false, .duration_moments = true};
+
 // The earliest end a window of this file may have under --since (0: no bound): the newest
 // record that passes its checks, less the duration.
 uint64_t SinceFrom(format::RingReader& reader, const WindowSelection& selection) {
@@ -83,8 +87,7 @@ uint64_t SinceFrom(format::RingReader& reader, const WindowSelection& selection)
   for (size_t i = reader.frame_count(); i-- > 0;) {
     bool decoded = false;
     reader.PeekRecord(i, [&](uint64_t, std::span<const uint8_t> bytes) {
-      decoded = format::DecodeWindow(
-          bytes, &newest, {.verified = true, .function_details = false, .duration_moments = true});
+      decoded = format::DecodeWindow(bytes, &newest, kSlotDecode);
       return false;
     });
     if (decoded) {
@@ -109,8 +112,8 @@ void ReadRankFile(const std::string& path, const WindowSelection& selection,
   FoldScratch scratch;
   uint64_t undecodable = 0, deselected = 0;
   // The reader verified every record it hands over; the slots need none of the details.
-  format::DecodeOptions decode{
-      .verified = true, .function_details = false, .duration_moments = true, .memo = &memo};
+  format::DecodeOptions decode = kSlotDecode;
+  decode.memo = &memo;
   const uint64_t since_from = SinceFrom(reader, selection);
   const size_t frames = reader.frame_count();
   const size_t first = selection.last > 0 && frames > selection.last ? frames - selection.last : 0;

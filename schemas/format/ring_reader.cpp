@@ -36,6 +36,9 @@ struct RecordBuffer {
   std::vector<uint8_t> tail_frame;
   std::vector<uint8_t> tail_raw;
   uint64_t generation = 0;
+
+  // The tail of the record in `raw`, as RingReader::tail() reports it.
+  RecordTail tail() const { return {tail_raw.empty() ? 0 : generation, tail_raw.size()}; }
 };
 
 std::string Field(const char* p, size_t size) { return std::string(p, strnlen(p, size)); }
@@ -249,7 +252,7 @@ bool RingReader::PeekRecord(size_t i, const RecordVisitor& visit) {
   const FrameRef& r = frames_[i];
   const auto record = DecodePayload(file_, r.offset, r.frame, skip_details_, dctx.get(), &buf);
   if (record.empty()) return false;
-  tail_ = RecordTail{buf.tail_raw.empty() ? 0 : buf.generation, buf.tail_raw.size()};
+  tail_ = buf.tail();
   if (visit) visit(r.seq, record);
   return true;
 }
@@ -270,7 +273,7 @@ void RingReader::ForEachRecord(const RecordVisitor& visit, size_t first) {
       ++stats.records_corrupt;
       continue;
     }
-    tail_ = RecordTail{buf.tail_raw.empty() ? 0 : buf.generation, buf.tail_raw.size()};
+    tail_ = buf.tail();
     if (last_seq) stats.seq_gaps += r.seq - *last_seq - 1;
     last_seq = r.seq;
     ++stats.records_valid;
