@@ -57,16 +57,27 @@ bool Unpack(const ByteVector* column, std::vector<Row>* rows, T Row::*member) {
   return in.done();
 }
 
+// A packed histogram's first bucket and length, checked against the bucket range.
+bool NextRun(VarintReader& in, uint64_t* first, uint64_t* length) {
+  if (!in.Next(first) || !in.Next(length)) return false;
+  return *first < kHistogramBuckets && *length <= kHistogramBuckets - *first;
+}
+
+// One bucket's count, which must fit 32 bits.
+bool NextCount(VarintReader& in, uint32_t* c) {
+  uint64_t v;
+  if (!in.Next(&v) || v > UINT32_MAX) return false;
+  *c = static_cast<uint32_t>(v);
+  return true;
+}
+
 bool NextHistogram(VarintReader& in, Histogram* h) {
   uint64_t first, length;
-  if (!in.Next(&first) || !in.Next(&length)) return false;
-  if (first >= kHistogramBuckets || length > kHistogramBuckets - first) return false;
+  if (!NextRun(in, &first, &length)) return false;
   h->first = static_cast<int>(first);
   h->counts.resize(length);
   for (uint32_t& c : h->counts) {
-    uint64_t v;
-    if (!in.Next(&v) || v > UINT32_MAX) return false;
-    c = static_cast<uint32_t>(v);
+    if (!NextCount(in, &c)) return false;
   }
   if (length == 0) h->first = 0;
   return true;
@@ -92,34 +103,27 @@ bool UnpackDurations(const ByteVector* column, bool moments, std::vector<Functio
     for (FunctionPattern& row : *rows) row.duration_moments = {};
     return UnpackHistograms(column, rows, &FunctionPattern::duration);
   }
-  const auto next_count = [](VarintReader& in, uint32_t* c) {
-    uint64_t v;
-    if (!in.Next(&v) || v > UINT32_MAX) return false;
-    *c = static_cast<uint32_t>(v);
-    return true;
-  };
   VarintReader in(Span(column));
   for (FunctionPattern& row : *rows) {
     row.duration.counts.clear(), row.duration.first = 0;
     row.duration_moments = {};
     if (column == nullptr) continue;
     uint64_t first, length;
-    if (!in.Next(&first) || !in.Next(&length)) return false;
-    if (first >= kHistogramBuckets || length > kHistogramBuckets - first) return false;
+    if (!NextRun(in, &first, &length)) return false;
     // The counts first: only a function timed on fewer than all its calls needs the sums.
     VarintReader again = in;
     uint64_t timed = 0;
     if (!in.TrySumOneByte(length, &timed)) {
       for (uint64_t i = 0; i < length; ++i) {
         uint32_t c;
-        if (!next_count(in, &c)) return false;
+        if (!NextCount(in, &c)) return false;
         timed += c;
       }
     }
     row.duration_moments.count = static_cast<double>(timed);
     if (timed < row.count) {
       row.duration_moments = {};
-      const auto count = [&again, &next_count](uint32_t* c) { return next_count(again, c); };
+      const auto count = [&again](uint32_t* c) { return NextCount(again, c); };
       AddBucketRun(static_cast<int>(first), length, count, &row.duration_moments);
     }
   }
