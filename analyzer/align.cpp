@@ -37,9 +37,7 @@ bool HasDeviceWork(const format::Window& w) {
 void AddFunctions(const format::Window& w, const std::vector<uint32_t>& index, Slot* slot) {
   for (size_t i = 0; i < w.functions.size(); ++i) {
     const format::FunctionPattern& p = w.functions[i];
-    const uint32_t k = index[i];
-    if (slot->functions.size() <= k) slot->functions.resize(k + 1);
-    FunctionSum& s = slot->functions[k];
+    FunctionSum& s = slot->functions.Mutable(index[i]);
     s.self_ns += static_cast<float>(p.self_ns);
     s.critical_ns += static_cast<float>(p.critical_ns);
     s.wait_ns += static_cast<float>(p.wait_ns);
@@ -78,15 +76,16 @@ void EstimateDevice(RankData* rank) {
     for (size_t i = 0; i < fns; ++i) {
       at(i, k + 1) = at(i, k);
       if (i < s.functions.size()) {
-        at(i, k + 1).first += s.functions[i].device_ns;
-        at(i, k + 1).second += s.functions[i].device_samples;
+        const FunctionSum f = s.functions[i];
+        at(i, k + 1).first += f.device_ns;
+        at(i, k + 1).second += f.device_samples;
       }
     }
   }
   for (size_t k = 0; k < n; ++k) {
     Slot& s = rank->slots[k];
     for (size_t i = 0; i < s.functions.size(); ++i) {
-      FunctionSum& f = s.functions[i];
+      const FunctionSum f = s.functions[i];
       double per_call = -1;
       for (size_t r = 0; r <= kReach && per_call < 0; ++r) {
         const size_t lo = k >= r ? k - r : 0, hi = std::min(n, k + r + 1);
@@ -95,8 +94,8 @@ void EstimateDevice(RankData* rank) {
         if (samples >= kEnoughSamples) per_call = ns / samples;
       }
       if (per_call < 0 && at(i, n).second > 0) per_call = at(i, n).first / at(i, n).second;
-      f.device_est_ns = per_call >= 0 ? static_cast<float>(per_call * f.count)
-                                      : std::max(0.0f, f.self_ns - f.wait_ns);
+      s.functions.SetDeviceEst(i, per_call >= 0 ? static_cast<float>(per_call * f.count)
+                                                : std::max(0.0f, f.self_ns - f.wait_ns));
     }
   }
 }
@@ -205,17 +204,18 @@ void HarmonizeModes(Dataset* dataset) {
       // Callers are interned before their callees (a window lists callers first): from the
       // last index down, a folded callee's time has reached its caller before the caller folds.
       for (size_t f = s->functions.size(); f-- > 0;) {
-        FunctionSum& fn = s->functions[f];
+        const FunctionSum fn = s->functions[f];
         const int32_t p = parent[f];
         if (fn.count == 0 || seen_light[f] || p < 0 || static_cast<size_t>(p) >= f ||
             catalog[f].kind != format::FunctionKind::kPython) {
           continue;
         }
-        FunctionSum& caller = s->functions[p];
-        caller.self_ns += fn.total_ns;
-        caller.critical_ns += fn.critical_ns;
-        caller.sampling_var += fn.sampling_var;
-        fn = FunctionSum{};
+        FunctionSum folded;
+        folded.self_ns = fn.total_ns;
+        folded.critical_ns = fn.critical_ns;
+        folded.sampling_var = fn.sampling_var;
+        s->functions.Add(static_cast<size_t>(p), folded);
+        s->functions.Clear(f);
       }
     }
   }

@@ -281,18 +281,16 @@ std::vector<std::vector<Tally>> TallyMetrics(const Frame& f, const PeerGroup& g,
 
 // Findings for the ranks where a metric persists, each less likely than `max_chance` to be the
 // host's noise. Returns the group member index of every finding added.
+bool Persists(const Tally& t) { return t.flagged > 0 && t.flagged >= NeededWindows(t.present); }
+
 std::vector<size_t> DetectMetric(const Frame& f, int gi, int32_t fn, Aggregate agg,
                                  const std::vector<Tally>& tallies, double max_chance,
-                                 std::vector<std::vector<double>>* excess_by_fn,
                                  std::vector<Finding>* out) {
   std::vector<size_t> found;
   const PeerGroup& g = (*f.groups)[static_cast<size_t>(gi)];
   for (size_t i = 0; i < g.members.size(); ++i) {
     const Tally& t = tallies[i];
-    if (fn >= 0 && t.present > 0) {
-      (*excess_by_fn)[i][static_cast<size_t>(fn)] = t.excess_all / t.present;
-    }
-    if (t.flagged == 0 || t.flagged < NeededWindows(t.present)) continue;
+    if (!Persists(t)) continue;
     const auto [chance, peer_rate] = ChanceOfFlags(tallies, i, max_chance);
     if (chance > max_chance) continue;
     Finding finding = FromTally(t, f, g.members[i]);
@@ -460,45 +458,56 @@ std::vector<Finding> DetectDifferential(const Frame& f) {
     std::vector<std::vector<double>> excess(g.members.size(), std::vector<double>(fns.size()));
     constexpr std::array kAggregates = {Aggregate::kKernels, Aggregate::kPython,
                                         Aggregate::kCudaApi, Aggregate::kMemcpy};
-    std::vector<std::vector<Tally>> by_fn(fns.size());
     // Every (metric, rank) that noise flagged in some window is a chance for noise to persist:
     // the more of them, the less likely each finding must be (a noisy host -- more ranks than
     // cores -- flags hundreds; a quiet one a few, and a fault's chance is 1e-6 or less).
-    int live = 0;
-    const auto count_live = [&](const std::vector<Tally>& tallies) {
+    const auto count_live = [](const std::vector<Tally>& tallies) {
+      int live = 0;
       for (const Tally& t : tallies) live += t.flagged > 0;
+      return live;
     };
     const std::vector<double> iterations = GroupIterations(f, g);
-    // Blocks share nothing but the frame: tallied in parallel, combined in catalog order.
+    // Blocks share nothing but the frame (and their own functions' columns of `excess`): tallied
+    // in parallel, combined in catalog order. A function's tallies are kept only where some rank
+    // persists: at 16,384 ranks, every function's were 2.6 GB.
     const std::vector<std::vector<Metric>> blocks = FunctionBlocks(f);
     std::vector<std::vector<std::vector<Tally>>> block_tallies(blocks.size());
+    std::vector<int> block_live(blocks.size());
     std::vector<std::vector<std::vector<MemberValue>>> scratch(
         static_cast<size_t>(std::max(1, f.threads)));
     ParallelFor(blocks.size(), f.threads, [&](size_t b, size_t worker) {
       block_tallies[b] = TallyMetrics(f, g, blocks[b], iterations, &scratch[worker]);
-    });
-    for (size_t b = 0; b < blocks.size(); ++b) {
       for (size_t j = 0; j < blocks[b].size(); ++j) {
-        auto& tally = by_fn[static_cast<size_t>(blocks[b][j].function)];
-        tally = std::move(block_tallies[b][j]);
-        count_live(tally);
+        std::vector<Tally>& tallies = block_tallies[b][j];
+        const auto fn = static_cast<size_t>(blocks[b][j].function);
+        for (size_t i = 0; i < tallies.size(); ++i) {
+          if (tallies[i].present > 0) excess[i][fn] = tallies[i].excess_all / tallies[i].present;
+        }
+        block_live[b] += count_live(tallies);
+        if (std::none_of(tallies.begin(), tallies.end(), Persists)) {
+          std::vector<Tally>().swap(tallies);
+        }
       }
-    }
+    });
     std::vector<Metric> aggregates;
     for (const Aggregate a : kAggregates) aggregates.push_back({-1, a});
     const auto by_agg = TallyMetrics(f, g, aggregates, iterations, &scratch[0]);
-    for (const auto& tallies : by_agg) count_live(tallies);
+    int live = 0;
+    for (const int n : block_live) live += n;
+    for (const auto& tallies : by_agg) live += count_live(tallies);
     const double max_chance = f.th.max_chance / std::max(1, live);
-    for (size_t fn = 0; fn < fns.size(); ++fn) {
-      if (by_fn[fn].empty()) continue;
-      DetectMetric(f, static_cast<int>(gi), static_cast<int32_t>(fn), Aggregate::kNone, by_fn[fn],
-                   max_chance, &excess, &out);
+    for (size_t b = 0; b < blocks.size(); ++b) {
+      for (size_t j = 0; j < blocks[b].size(); ++j) {
+        if (block_tallies[b][j].empty()) continue;
+        DetectMetric(f, static_cast<int>(gi), blocks[b][j].function, Aggregate::kNone,
+                     block_tallies[b][j], max_chance, &out);
+      }
     }
     for (size_t a = 0; a < kAggregates.size(); ++a) {
       const Aggregate agg = kAggregates[a];
       const size_t before = out.size();
       const auto members =
-          DetectMetric(f, static_cast<int>(gi), -1, agg, by_agg[a], max_chance, &excess, &out);
+          DetectMetric(f, static_cast<int>(gi), -1, agg, by_agg[a], max_chance, &out);
       for (size_t i = 0; i < members.size(); ++i) {
         out[before + i].extra["top_functions"] = TopContributors(f, g, excess, members[i], agg);
       }

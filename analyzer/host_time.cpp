@@ -72,7 +72,7 @@ bool CulpritsAndPeers(const Frame& f, const Candidate& c, PerSlot per_slot, Comp
 double HostCritical(const Slot& s) {
   if (s.critical_windows < s.windows || s.device_windows == 0) return -1;
   double critical = 0;
-  for (const FunctionSum& sum : s.functions) critical += sum.critical_ns;
+  for (size_t i = 0; i < s.functions.size(); ++i) critical += s.functions[i].critical_ns;
   return critical;
 }
 

@@ -139,6 +139,7 @@ void ReadRankFile(const std::string& path, const WindowSelection& selection,
       first);
   r.stats = reader.contents().stats;
   CountDamage(r, undecodable, deselected + first, &out->diagnostics);
+  r.PackSums();
   out->ranks.push_back(std::move(r));
 }
 

@@ -10,31 +10,17 @@ bool IsCommFunction(const format::FunctionPattern& p) {
   return p.kind == format::FunctionKind::kKernel && std::string_view(p.name).starts_with("nccl");
 }
 
-template <typename T>
-void MergeVectors(std::vector<T>* into, const std::vector<T>& from) {
+void MergeCollectives(std::vector<CollectiveSum>* into, const std::vector<CollectiveSum>& from) {
   if (into->size() < from.size()) into->resize(from.size());
   for (size_t i = 0; i < from.size(); ++i) {
-    auto& a = (*into)[i];
-    const auto& b = from[i];
-    if constexpr (std::is_same_v<T, FunctionSum>) {
-      a.self_ns += b.self_ns;
-      a.critical_ns += b.critical_ns;
-      a.wait_ns += b.wait_ns;
-      a.device_est_ns += b.device_est_ns;
-      a.count += b.count;
-      a.total_ns += b.total_ns;
-      a.device_ns += b.device_ns;
-      a.device_samples += b.device_samples;
-      a.bytes += b.bytes;
-      a.sampling_var += b.sampling_var;
-    } else {
-      a.device_ns += b.device_ns;
-      a.device_samples += b.device_samples;
-      a.count += b.count;
-      a.offset_weighted += b.offset_weighted;
-      a.offset_weight += b.offset_weight;
-      a.device_median_weighted += b.device_median_weighted;
-    }
+    CollectiveSum& a = (*into)[i];
+    const CollectiveSum& b = from[i];
+    a.device_ns += b.device_ns;
+    a.device_samples += b.device_samples;
+    a.count += b.count;
+    a.offset_weighted += b.offset_weighted;
+    a.offset_weight += b.offset_weight;
+    a.device_median_weighted += b.device_median_weighted;
   }
 }
 
@@ -98,14 +84,20 @@ void Catalog::Merge(const Catalog& other, std::vector<uint32_t>* fn_map,
   for (const CollectiveInfo& c : other.collectives_) coll_map->push_back(InternLocked(c));
 }
 
-template <typename T>
-void RemapVector(std::vector<T>* v, const std::vector<uint32_t>& map) {
-  std::vector<T> out;
+void RemapVector(std::vector<CollectiveSum>* v, const std::vector<uint32_t>& map) {
+  std::vector<CollectiveSum> out;
   for (size_t i = 0; i < v->size(); ++i) {
     const uint32_t k = map[i];
     if (out.size() <= k) out.resize(k + 1);
     out[k] = (*v)[i];
   }
+  *v = std::move(out);
+}
+
+void RemapSums(FunctionSums* v, const std::vector<uint32_t>& map) {
+  v->Unpack();  // rows as stored
+  FunctionSums out;
+  for (size_t i = 0; i < v->size(); ++i) out.Mutable(map[i]) = (*v)[i];
   *v = std::move(out);
 }
 
@@ -124,10 +116,25 @@ bool IsIdentity(const std::vector<uint32_t>& map) {
 
 void RankData::Remap(const std::vector<uint32_t>& fn_map, const std::vector<uint32_t>& coll_map) {
   const bool same_functions = IsIdentity(fn_map), same_collectives = IsIdentity(coll_map);
+  const bool packed = !slots.empty() && slots.front().functions.packed();
   for (Slot& s : slots) {
-    if (!same_functions) RemapVector(&s.functions, fn_map);
+    if (!same_functions) RemapSums(&s.functions, fn_map);
     if (!same_collectives) RemapVector(&s.collectives, coll_map);
   }
+  if (!same_functions && packed) PackSums();
+}
+
+void RankData::PackSums() {
+  size_t n = 0;
+  for (const Slot& s : slots) n = std::max(n, s.functions.size());
+  std::vector<uint16_t> masks(n);
+  for (const Slot& s : slots) {
+    for (size_t i = 0; i < s.functions.size(); ++i) masks[i] |= s.functions.NonZero(i);
+  }
+  // Ranks of one job mostly keep the same fields: consecutive ranks read on a thread share one.
+  thread_local std::shared_ptr<const SumLayout> last;
+  last = MakeLayout(std::move(masks), last);
+  for (Slot& s : slots) s.functions.Pack(last);
 }
 
 void Slot::Merge(const Slot& other) {
@@ -141,8 +148,8 @@ void Slot::Merge(const Slot& other) {
   run_delay_ns += other.run_delay_ns;
   iterations += other.iterations;
   iteration_ns += other.iteration_ns;
-  MergeVectors(&functions, other.functions);
-  MergeVectors(&collectives, other.collectives);
+  functions.Merge(other.functions);
+  MergeCollectives(&collectives, other.collectives);
 }
 
 const Slot* RankData::FindSlot(uint64_t key) const {

@@ -1,7 +1,8 @@
 // What the analyzer keeps of the inputs: per rank, a bounded number of iteration-aligned slots,
 // each the sum of the windows it covers (per function, per collective, per iteration). Windows
 // are folded in as they are decoded and never kept; a rank costs at most kMaxSlots slots of
-// (functions x 16 B + collectives x 32 B), whatever the length of its ring file.
+// (functions x 4 B x the fields each uses + collectives x 24 B), whatever the length of its ring
+// file.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "analyzer/diagnostics.h"
+#include "analyzer/function_sums.h"
 #include "schemas/format/histogram.h"
 #include "schemas/format/live.h"
 #include "schemas/format/ring_file.h"
@@ -81,22 +83,6 @@ class Catalog {
   uint32_t InternLocked(const CollectiveInfo& c);
 };
 
-// Sums over the windows of a slot.
-struct FunctionSum {
-  float self_ns = 0;
-  float critical_ns = 0;  // on the rank's critical path (windows with critical_path)
-  float wait_ns = 0;
-  float device_est_ns = 0;  // device time of every call, estimated by Align (EstimateDevice)
-  float count = 0;
-  float total_ns = 0;        // including the functions it called
-  float device_ns = 0;       // of the sampled launches only
-  float device_samples = 0;  // how many launches were timed
-  float bytes = 0;           // bytes moved; floating-point operations for GEMM patterns (FORMAT.md)
-  // Variance (ns^2) of self_ns from timing only a sample of the calls and scaling the sample's
-  // time to all of them; 0 when every call was timed (align.cpp: SamplingVariance).
-  float sampling_var = 0;
-};
-
 struct CollectiveSum {
   float device_ns = 0;
   float device_samples = 0;
@@ -119,7 +105,7 @@ struct Slot {
   double run_delay_ns = 0;
   double iterations = 0;
   double iteration_ns = 0;                 // summed iteration durations
-  std::vector<FunctionSum> functions;      // by catalog index
+  FunctionSums functions;                  // by catalog index
   std::vector<CollectiveSum> collectives;  // by catalog index
 
   double MeanIterationNs() const { return iterations > 0 ? iteration_ns / iterations : 0; }
@@ -143,6 +129,9 @@ struct SignalTotal {
 struct RankData {
   // Renumbers every slot's functions and collectives: index i becomes fn_map[i] / coll_map[i].
   void Remap(const std::vector<uint32_t>& fn_map, const std::vector<uint32_t>& coll_map);
+  // Packs every slot's function sums under one layout: the fields non-zero on any of them. Done
+  // once a rank is read; the layout is the previous rank's (on this thread) when it is the same.
+  void PackSums();
 
   format::Identity identity;
   std::string path;

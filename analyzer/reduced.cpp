@@ -55,14 +55,16 @@ constexpr FloatMember<CollectiveSum> kCollectiveColumns[] = {
     &CollectiveSum::count,         &CollectiveSum::offset_weighted,
     &CollectiveSum::offset_weight, &CollectiveSum::device_median_weighted};
 
-template <class Sum, size_t N>
-std::vector<uint8_t> Planes(const std::vector<Sum>& rows, const FloatMember<Sum> (&columns)[N]) {
+// `rows`: a std::vector<CollectiveSum> or FunctionSums (whose rows are made on each read).
+template <class Rows, class Sum, size_t N>
+std::vector<uint8_t> Planes(const Rows& rows, const FloatMember<Sum> (&columns)[N]) {
   const size_t n = rows.size();
   std::vector<uint8_t> out(N * 4 * n);
-  for (size_t c = 0; c < N; ++c) {
-    uint8_t* column = out.data() + c * 4 * n;
-    for (size_t i = 0; i < n; ++i) {
-      const auto bits = std::bit_cast<uint32_t>(rows[i].*columns[c]);
+  for (size_t i = 0; i < n; ++i) {
+    const Sum row = rows[i];
+    for (size_t c = 0; c < N; ++c) {
+      uint8_t* column = out.data() + c * 4 * n;
+      const auto bits = std::bit_cast<uint32_t>(row.*columns[c]);
       for (size_t b = 0; b < 4; ++b) column[b * n + i] = static_cast<uint8_t>(bits >> (8 * b));
     }
   }
@@ -73,13 +75,15 @@ std::vector<uint8_t> Planes(const std::vector<Sum>& rows, const FloatMember<Sum>
 // the analysis can add and multiply them without reaching infinity.
 bool PlausibleSum(double v) { return v >= 0 && v < 1e30; }
 
-// Adds the rows of `planes` into (*into)[map[i]]: rows of one catalog entry written twice (a
+FunctionSum& RowOf(FunctionSums* rows, size_t i) { return rows->Mutable(i); }
+CollectiveSum& RowOf(std::vector<CollectiveSum>* rows, size_t i) { return (*rows)[i]; }
+
+// Adds the rows of `planes` into row map[i] of `into`: rows of one catalog entry written twice (a
 // crafted file) add up instead of one overwriting the other. False when a value is not a
 // plausible sum.
-template <class Sum, size_t N>
+template <class Rows, class Sum, size_t N>
 bool AddPlanes(const flatbuffers::Vector<uint8_t>* planes, size_t n,
-               const std::vector<uint32_t>& map, const FloatMember<Sum> (&columns)[N],
-               std::vector<Sum>* into) {
+               const std::vector<uint32_t>& map, const FloatMember<Sum> (&columns)[N], Rows* into) {
   if (n == 0) return true;
   if (planes == nullptr || planes->size() != N * 4 * n || n > map.size()) return false;
   const uint8_t* data = planes->data();
@@ -93,7 +97,7 @@ bool AddPlanes(const flatbuffers::Vector<uint8_t>* planes, size_t n,
       for (size_t b = 0; b < 4; ++b) bits |= uint32_t{column[b * n + i]} << (8 * b);
       const float v = std::bit_cast<float>(bits);
       if (!PlausibleSum(v)) return false;
-      (*into)[map[i]].*columns[c] += v;
+      RowOf(into, map[i]).*columns[c] += v;
     }
   }
   return true;
@@ -412,6 +416,7 @@ ReducedStatus DecodeReduced(std::span<const uint8_t> bytes, FileSet* out, std::s
     for (const rfb::Rank* in : *ranks) {
       RankData r;
       if (DecodeRank(*in, fn_map, coll_map, &r)) {
+        r.PackSums();
         out->ranks.push_back(std::move(r));
       } else {
         out->diagnostics.Add(

@@ -183,11 +183,10 @@ TEST_CASE("a rank that fails its checks is left out of a reduced file's ranks",
     for (uint64_t key = 0; key < 2; ++key) {
       analyzer::Slot& s = r.slots.emplace_back();
       s.key = key;
-      s.functions.resize(1);
-      s.functions[0].self_ns = 100;
+      s.functions.Mutable(0).self_ns = 100;
     }
   }
-  set.ranks[1].slots[1].functions[0].total_ns = std::nanf("");
+  set.ranks[1].slots[1].functions.Mutable(0).total_ns = std::nanf("");
   set.ranks[2].slots[1].key = 0;  // slots out of order: FindSlot's binary search would lie
   const std::vector<uint8_t> bytes = analyzer::EncodeReduced(set, "host");
   FileSet back;

@@ -59,8 +59,10 @@ std::vector<uint8_t> TinyReduced(int functions) {
       s.windows = 1;
       s.iterations = 2;
       s.iteration_ns = 2000;
-      s.functions.resize(static_cast<size_t>(functions));
-      for (auto& f : s.functions) f.self_ns = f.count = f.device_ns = f.device_samples = 1;
+      for (size_t i = 0; i < static_cast<size_t>(functions); ++i) {
+        analyzer::FunctionSum& f = s.functions.Mutable(i);
+        f.self_ns = f.count = f.device_ns = f.device_samples = 1;
+      }
       s.collectives.resize(1);
       s.collectives[0].count = 1;
     }
