@@ -1,27 +1,40 @@
 #include "analyzer/function_sums.h"
 
+#include <array>
+#include <cstddef>
+
 namespace perftracker::analyzer {
 namespace {
 
-// FunctionSum's fields in SumLayout::mask's bit order.
-constexpr float FunctionSum::*kMembers[FunctionSums::kFields] = {
-    &FunctionSum::self_ns,       &FunctionSum::critical_ns,    &FunctionSum::wait_ns,
-    &FunctionSum::device_est_ns, &FunctionSum::count,          &FunctionSum::total_ns,
-    &FunctionSum::device_ns,     &FunctionSum::device_samples, &FunctionSum::bytes,
-    &FunctionSum::sampling_var};
-static_assert(&FunctionSum::device_est_ns == kMembers[FunctionSums::kDeviceEst]);
+// A row's fields in declaration order, which is SumLayout::mask's bit order.
+std::array<float, FunctionSums::kFields> Values(const FunctionSum& s) {
+  return std::bit_cast<std::array<float, FunctionSums::kFields>>(s);
+}
+static_assert(offsetof(FunctionSum, device_est_ns) == FunctionSums::kDeviceEst * sizeof(float));
 static_assert(sizeof(FunctionSum) == FunctionSums::kFields * sizeof(float));
 
 uint16_t Fields(const FunctionSum& s) {
-  uint16_t bits = 0;
-  for (int f = 0; f < FunctionSums::kFields; ++f) bits |= uint16_t{s.*kMembers[f] != 0} << f;
-  return bits;
+  // Spelled out, not a loop: every row of every slot of a rank comes here.
+  return static_cast<uint16_t>((s.self_ns != 0) << 0 | (s.critical_ns != 0) << 1 |
+                               (s.wait_ns != 0) << 2 | (s.device_est_ns != 0) << 3 |
+                               (s.count != 0) << 4 | (s.total_ns != 0) << 5 |
+                               (s.device_ns != 0) << 6 | (s.device_samples != 0) << 7 |
+                               (s.bytes != 0) << 8 | (s.sampling_var != 0) << 9);
 }
 
 }  // namespace
 
 FunctionSum& FunctionSum::operator+=(const FunctionSum& o) {
-  for (const auto field : kMembers) this->*field += o.*field;
+  self_ns += o.self_ns;
+  critical_ns += o.critical_ns;
+  wait_ns += o.wait_ns;
+  device_est_ns += o.device_est_ns;
+  count += o.count;
+  total_ns += o.total_ns;
+  device_ns += o.device_ns;
+  device_samples += o.device_samples;
+  bytes += o.bytes;
+  sampling_var += o.sampling_var;
   return *this;
 }
 
@@ -62,8 +75,9 @@ void FunctionSums::Pack(std::shared_ptr<const SumLayout> layout) {
   for (size_t i = 0; i < n; ++i) {
     const uint32_t m = layout->mask[i];
     float* v = values.data() + layout->offset[i];
+    const auto row = Values(dense_[i]);
     for (int f = 0; f < kFields; ++f) {
-      if ((m >> f) & 1u) *v++ = dense_[i].*kMembers[f];
+      if ((m >> f) & 1u) *v++ = row[static_cast<size_t>(f)];
     }
   }
   values_ = std::move(values);
@@ -124,8 +138,9 @@ void FunctionSums::Add(size_t i, const FunctionSum& delta) {
   if (const uint16_t missing = Fields(delta) & ~layout_->mask[i]) Widen(i, missing);
   const uint32_t m = layout_->mask[i];
   float* v = values_.data() + layout_->offset[i];
+  const auto add = Values(delta);
   for (int f = 0; f < kFields; ++f) {
-    if ((m >> f) & 1u) *v++ += delta.*kMembers[f];
+    if ((m >> f) & 1u) *v++ += add[static_cast<size_t>(f)];
   }
 }
 

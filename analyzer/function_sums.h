@@ -54,8 +54,9 @@ class FunctionSums {
   bool packed() const { return layout_ != nullptr; }
   const SumLayout* layout() const { return layout_.get(); }
 
-  // Reading: a row by value, packed or not.
-  FunctionSum operator[](size_t i) const {
+  // Reading: a row by value, packed or not. Always inlined, so that a caller reading one or two
+  // fields (the detectors, millions of times) pays only for those.
+  [[gnu::always_inline]] FunctionSum operator[](size_t i) const {
     FunctionSum s = Row(i);
     if (layout_ && !((layout_->mask[i] >> kDeviceEst) & 1u)) {
       s.device_est_ns = std::max(0.0f, s.self_ns - s.wait_ns);
@@ -86,7 +87,7 @@ class FunctionSums {
 
  private:
   // Row i as stored: a packed row's device_est_ns is 0 where it is not kept.
-  FunctionSum Row(size_t i) const {
+  [[gnu::always_inline]] FunctionSum Row(size_t i) const {
     if (!layout_) return dense_[i];
     const uint32_t m = layout_->mask[i];
     const float* v = values_.data() + layout_->offset[i];
