@@ -15,7 +15,9 @@ Targets (issue 17, 2 cores): 1,024 x 120 analyzed in <= 10 s and <= 2 GiB; 16,38
 <= 3 min and <= 8 GiB; 1,024 x 120 generated in <= 2 min.
 --reduced NODES: the cluster path instead (issue 17 item 3): NODES nodes of 8 ranks, written a
 slice of hosts at a time (perftracker-gen --hosts), each node reduced (`perftracker reduce`) and
-its rings deleted, then `analyze` on the reduced files. Printed: reduce seconds and bytes per
+its rings deleted, then `analyze` on the reduced files. With --keep, a directory that already
+holds the NODES reduced files is analyzed again without generating them (2,048 nodes, 16,384
+ranks, take about 45 minutes to make on 2 cores). Printed: reduce seconds and bytes per
 node, analyze seconds, CPU, peak RSS; and the bytes one node gathers per hour of training (8
 ranks, the windows of one hour at the generator's step time, reduced).
 Not a test: it takes minutes and needs gigabytes of scratch space (TMPDIR or --keep).
@@ -93,10 +95,17 @@ def measure_reduced(build, nodes, windows, jobs, scratch, keep, slice_hosts=16):
     jobs_args = ["--jobs", str(jobs)] if jobs else []
     raw = os.path.join(scratch, "raw")
     gathered = os.path.join(scratch, f"reduced-{nodes}")
-    shutil.rmtree(gathered, ignore_errors=True)
-    os.makedirs(gathered)
     reduce_s = reduce_cpu = 0.0
-    for first in range(0, nodes, slice_hosts):
+    # A kept directory that holds every node already is analyzed again as it is (generating
+    # 16,384 ranks takes most of an hour on 2 cores).
+    reuse = keep and os.path.isdir(gathered) and \
+        sum(f.endswith(".ptrd") for f in os.listdir(gathered)) == nodes
+    if reuse:
+        print(f"reusing the {nodes} reduced files in {gathered}", flush=True)
+    else:
+        shutil.rmtree(gathered, ignore_errors=True)
+        os.makedirs(gathered)
+    for first in range(0, 0 if reuse else nodes, slice_hosts):
         shutil.rmtree(raw, ignore_errors=True)
         run_measured(gen_cmd(build, raw, ranks, windows, slow, jobs_args,
                              ["--ranks-per-host", "8", "--hosts",
@@ -113,8 +122,8 @@ def measure_reduced(build, nodes, windows, jobs, scratch, keep, slice_hosts=16):
     first = json.loads(report)["candidates"][0]["rank_set"] if report else []
     if not keep:
         shutil.rmtree(gathered, ignore_errors=True)
-    return {"nodes": nodes, "ranks": ranks, "reduce_s": reduce_s / nodes,
-            "reduce_cpu": reduce_cpu / nodes, "node_kb": node_bytes / nodes / 1024,
+    return {"nodes": nodes, "ranks": ranks, "reduce_s": None if reuse else reduce_s / nodes,
+            "reduce_cpu": None if reuse else reduce_cpu / nodes, "node_kb": node_bytes / nodes / 1024,
             "analyze_s": analyze_s, "analyze_cpu": analyze_cpu, "rss_mib": rss_mib,
             "slow_first": first == [slow]}
 
@@ -143,7 +152,9 @@ def main_reduced(args, scratch):
     m = measure_reduced(args.build, args.reduced, args.windows, args.jobs, scratch, args.keep)
     print(f"{'nodes':>6} {'ranks':>6} {'reduce s/node':>13} {'cpu s/node':>10} {'KiB/node':>9} "
           f"{'analyze s':>9} {'cpu s':>7} {'peak MiB':>9} slow rank first")
-    print(f"{m['nodes']:>6} {m['ranks']:>6} {m['reduce_s']:>13.2f} {m['reduce_cpu']:>10.2f} "
+    reduce_s = "-" if m["reduce_s"] is None else f"{m['reduce_s']:.2f}"
+    reduce_cpu = "-" if m["reduce_cpu"] is None else f"{m['reduce_cpu']:.2f}"
+    print(f"{m['nodes']:>6} {m['ranks']:>6} {reduce_s:>13} {reduce_cpu:>10} "
           f"{m['node_kb']:>9.0f} {m['analyze_s']:>9.2f} {m['analyze_cpu']:>7.2f} "
           f"{m['rss_mib']:>9.0f} {'yes' if m['slow_first'] else 'NO'}", flush=True)
     return 0 if m["slow_first"] else 1
