@@ -279,10 +279,10 @@ std::vector<std::vector<Tally>> TallyMetrics(const Frame& f, const PeerGroup& g,
   return tallies;
 }
 
-// Findings for the ranks where a metric persists, each less likely than `max_chance` to be the
-// host's noise. Returns the group member index of every finding added.
 bool Persists(const Tally& t) { return t.flagged > 0 && t.flagged >= NeededWindows(t.present); }
 
+// Findings for the ranks where a metric persists, each less likely than `max_chance` to be the
+// host's noise. Returns the group member index of every finding added.
 std::vector<size_t> DetectMetric(const Frame& f, int gi, int32_t fn, Aggregate agg,
                                  const std::vector<Tally>& tallies, double max_chance,
                                  std::vector<Finding>* out) {

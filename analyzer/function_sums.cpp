@@ -71,6 +71,26 @@ void FunctionSums::Pack(std::shared_ptr<const SumLayout> layout) {
   for (size_t i = 0; i < n; ++i) {
     if (NonZero(i) & ~layout->mask[i]) return PackOwn(layout.get());  // it would lose a value
   }
+  PackUnder(std::move(layout));
+}
+
+void FunctionSums::PackRank(std::span<FunctionSums* const> slots,
+                            std::shared_ptr<const SumLayout>* last) {
+  size_t n = 0;
+  for (FunctionSums* s : slots) {
+    s->Unpack();
+    n = std::max(n, s->dense_.size());
+  }
+  std::vector<uint16_t> masks(n);
+  for (const FunctionSums* s : slots) {
+    for (size_t i = 0; i < s->dense_.size(); ++i) masks[i] |= s->NonZero(i);
+  }
+  *last = MakeLayout(std::move(masks), *last);
+  for (FunctionSums* s : slots) s->PackUnder(*last);  // the union names every field in use
+}
+
+void FunctionSums::PackUnder(std::shared_ptr<const SumLayout> layout) {
+  const size_t n = dense_.size();
   std::vector<float> values(layout->offset[n]);
   for (size_t i = 0; i < n; ++i) {
     const uint32_t m = layout->mask[i];
@@ -91,7 +111,7 @@ void FunctionSums::PackOwn(const SumLayout* also) {
   std::vector<uint16_t> masks(std::max(dense_.size(), also ? also->size() : 0));
   for (size_t i = 0; i < dense_.size(); ++i) masks[i] = NonZero(i);
   for (size_t i = 0; also && i < also->size(); ++i) masks[i] |= also->mask[i];
-  Pack(MakeLayout(std::move(masks), nullptr));
+  PackUnder(MakeLayout(std::move(masks), nullptr));
 }
 
 void FunctionSums::Widen(size_t i, uint16_t bits) {

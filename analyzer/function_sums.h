@@ -11,6 +11,7 @@
 #include <bit>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 namespace perftracker::analyzer {
@@ -50,7 +51,6 @@ class FunctionSums {
   static constexpr int kDeviceEst = 3;  // FunctionSum::device_est_ns's field number
 
   size_t size() const { return layout_ ? rows_ : dense_.size(); }
-  bool empty() const { return size() == 0; }
   bool packed() const { return layout_ != nullptr; }
   const SumLayout* layout() const { return layout_.get(); }
 
@@ -81,6 +81,10 @@ class FunctionSums {
   // Keeps only the fields `layout` names, or a layout of its own where that would lose a value.
   // Before Align's estimate: a device_est_ns of 0 is one not made yet (it takes no room).
   void Pack(std::shared_ptr<const SumLayout> layout);
+  // Packs one rank's slots under one layout, the fields non-zero in any of them: `*last` (the
+  // previous rank's) when it is the same, which then becomes the one made.
+  static void PackRank(std::span<FunctionSums* const> slots,
+                       std::shared_ptr<const SumLayout>* last);
   void Unpack();
   // Bytes held (for the memory figures in tests and benchmarks).
   size_t bytes() const;
@@ -97,6 +101,8 @@ class FunctionSums {
     return {at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7), at(8), at(9)};
   }
   void Grow(size_t i);  // unpacks and holds row i
+  // Packs the unpacked rows under `layout`, which names every field they use.
+  void PackUnder(std::shared_ptr<const SumLayout> layout);
   // Packs with a layout of this slot's own: the fields in use, and those `also` keeps.
   void PackOwn(const SumLayout* also);
   // Gives packed row i room for `bits` too, keeping every value.

@@ -125,16 +125,11 @@ void RankData::Remap(const std::vector<uint32_t>& fn_map, const std::vector<uint
 }
 
 void RankData::PackSums() {
-  size_t n = 0;
-  for (const Slot& s : slots) n = std::max(n, s.functions.size());
-  std::vector<uint16_t> masks(n);
-  for (const Slot& s : slots) {
-    for (size_t i = 0; i < s.functions.size(); ++i) masks[i] |= s.functions.NonZero(i);
-  }
+  std::vector<FunctionSums*> sums;
+  for (Slot& s : slots) sums.push_back(&s.functions);
   // Ranks of one job mostly keep the same fields: consecutive ranks read on a thread share one.
   thread_local std::shared_ptr<const SumLayout> last;
-  last = MakeLayout(std::move(masks), last);
-  for (Slot& s : slots) s.functions.Pack(last);
+  FunctionSums::PackRank(sums, &last);
 }
 
 void Slot::Merge(const Slot& other) {
