@@ -1,4 +1,4 @@
-// Host time and the critical path (analyzer/critical.cpp, ChargeCriticalPath): on ranks that
+// Host time and the critical path (analyzer/detect/critical.cpp, ChargeCriticalPath): on ranks that
 // drive a device, a rank's extra host work costs the job only the part that reached its critical
 // path. Rank 0 logging more while its device is busy is no candidate; the same work starving
 // its device is one, with the signal that decided it.

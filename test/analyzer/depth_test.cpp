@@ -1,4 +1,4 @@
-// Verdicts at the user's depth (analyzer/depth.cpp): a checkpoint saved by rank 0 from the
+// Verdicts at the user's depth (analyzer/verdict/depth.cpp): a checkpoint saved by rank 0 from the
 // user's own function costs its time in two leaves deep in a library; the verdict is one
 // candidate naming the user's function with its whole cost, the call path and the parts.
 #include <catch2/catch.hpp>

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <sstream>
 
-#include "analyzer/cli.h"
+#include "analyzer/commands/cli.h"
 #include "schemas/format/version.h"
 
 namespace perftracker::testing {

@@ -1,9 +1,9 @@
-// Packed function sums (analyzer/function_sums.h) read back exactly what was summed, whatever is
+// Packed function sums (analyzer/ingest/function_sums.h) read back exactly what was summed, whatever is
 // done to them after packing, and take the room only of the fields in use.
 #include <catch2/catch.hpp>
 #include <random>
 
-#include "analyzer/model.h"
+#include "analyzer/ingest/model.h"
 
 namespace perftracker::testing {
 namespace {

@@ -1,6 +1,6 @@
 // Hang detection against the live slots' exit states: a job whose ranks all exited normally is
 // not hung; a reported hang names the ranks that were terminated and those that vanished.
-#include "analyzer/hangs.h"
+#include "analyzer/detect/hangs.h"
 
 #include <catch2/catch.hpp>
 

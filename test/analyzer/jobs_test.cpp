@@ -1,5 +1,5 @@
 // Parallel ingest (analyze --jobs N) gives byte-identical reports for any N: each file is folded
-// against its own catalog and diagnostics, merged in file order (analyzer/ingest.cpp); the
+// against its own catalog and diagnostics, merged in file order (analyzer/ingest/ingest.cpp); the
 // analysis's per-rank and per-function-block work (parallel.h) is combined in item order.
 #include <catch2/catch.hpp>
 #include <filesystem>

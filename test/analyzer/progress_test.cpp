@@ -1,5 +1,5 @@
 // The progress bar's line: filled share, done/total, rate and ETA (not its timing).
-#include "analyzer/progress.h"
+#include "analyzer/base/progress.h"
 
 #include <catch2/catch.hpp>
 #include <sstream>

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "analyzer/reduced.h"
+#include "analyzer/ingest/reduced.h"
 #include "schemas/format/crc32c.h"
 #include "test/analyzer/fixture.h"
 

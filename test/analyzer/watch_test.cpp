@@ -7,10 +7,10 @@
 #include <limits>
 #include <sstream>
 
-#include "analyzer/atomic_file.h"
-#include "analyzer/cli.h"
-#include "analyzer/prometheus.h"
-#include "analyzer/watch_events.h"
+#include "analyzer/base/atomic_file.h"
+#include "analyzer/commands/cli.h"
+#include "analyzer/report/prometheus.h"
+#include "analyzer/report/watch_events.h"
 #include "test/analyzer/fixture.h"
 
 using namespace perftracker;           // NOLINT

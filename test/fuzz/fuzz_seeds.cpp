@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "analyzer/reduced.h"
+#include "analyzer/ingest/reduced.h"
 #include "schemas/format/live.h"
 #include "schemas/format/ring_file.h"
 #include "tools/synthetic/synthetic.h"

@@ -8,8 +8,8 @@
 #include <span>
 #include <string>
 
-#include "analyzer/align.h"
-#include "analyzer/reduced.h"
+#include "analyzer/ingest/align.h"
+#include "analyzer/ingest/reduced.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace perftracker::analyzer;

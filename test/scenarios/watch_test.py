@@ -33,7 +33,7 @@ import jobs  # noqa: E402
 NPROC = 4  # light on a shared 2-core machine; enough peers for the median + MAD rule
 DP = ["--layers", "4", "--seq", "2048", "--log-every", "5"]
 INTERVAL_S = 1
-EXIT_HANG = 3  # perftracker watch --exit-on hang (analyzer/cli.h kExitHang)
+EXIT_HANG = 3  # perftracker watch --exit-on hang (analyzer/commands/cli.h kExitHang)
 
 
 # --- a strict parser of the Prometheus text exposition format (0.0.4) -----------------------

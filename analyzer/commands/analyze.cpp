@@ -1,0 +1,261 @@
+// perftracker analyze DIR [--json PATH|-] [--html PATH] [--top N] [--jobs N] [--last N]
+// [--since DURATION] [--iterations A:B]: ingest every ring file under DIR (the selected windows),
+// then align -> peers -> detect -> rank, then report.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "analyzer/commands/cli.h"
+#include "analyzer/ingest/ingest.h"
+#include "analyzer/base/progress.h"
+#include "analyzer/verdict/report.h"
+#include "analyzer/base/stats.h"
+
+namespace perftracker::analyzer {
+namespace {
+
+struct Options {
+  std::string dir;
+  std::string json_path;
+  std::string html_path;
+  size_t top = 10;
+  int threads = 0;
+  double min_score = Thresholds{}.min_score;
+  double intra_link_gbps = 0, inter_link_gbps = 0;
+  WindowSelection selection;
+};
+
+// "INTRA[,INTER]" in GB/s; one number is both.
+bool ParseLinkGbps(const std::string& v, Options* o) {
+  char* end = nullptr;
+  o->intra_link_gbps = std::strtod(v.c_str(), &end);
+  o->inter_link_gbps = o->intra_link_gbps;
+  if (*end == ',') o->inter_link_gbps = std::strtod(end + 1, &end);
+  return *end == '\0' && o->intra_link_gbps > 0 && o->inter_link_gbps > 0;
+}
+
+bool ParseOptions(std::span<const std::string> args, Options* o, std::string* error) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const bool has_value = i + 1 < args.size();
+    const bool selects = a == "--last" || a == "--since" || a == "--iterations";
+    if ((a == "--json" || a == "--html" || a == "--top" || a == "--jobs" || a == "--threads" ||
+         a == "--min-score" || a == "--link-gbps" || selects) &&
+        !has_value) {
+      *error = a + " needs a value";
+      return false;
+    }
+    if (selects) {
+      if (!ParseSelectionFlag(a, args[i + 1], &o->selection, error)) return false;
+      ++i;
+    } else if (a == "--json")
+      o->json_path = args[++i];
+    else if (a == "--html")
+      o->html_path = args[++i];
+    else if (a == "--top")
+      o->top = std::strtoul(args[++i].c_str(), nullptr, 10);
+    else if (a == "--jobs" || a == "--threads")  // --threads: the earlier spelling
+      o->threads = std::atoi(args[++i].c_str());
+    else if (a == "--min-score")
+      o->min_score = std::atof(args[++i].c_str());
+    else if (a == "--link-gbps") {
+      if (!ParseLinkGbps(args[++i], o)) {
+        *error = "--link-gbps wants INTRA[,INTER] in GB/s, e.g. 450,50";
+        return false;
+      }
+    }
+    else if (a.starts_with("-") && a != "-") {
+      *error = "unknown option " + a;
+      return false;
+    } else if (o->dir.empty())
+      o->dir = a;
+    else {
+      *error = "more than one DIR";
+      return false;
+    }
+  }
+  if (o->dir.empty()) *error = "missing DIR";
+  return error->empty();
+}
+
+std::vector<RankIterations> IterationStats(const Dataset& ds) {
+  std::vector<RankIterations> out;
+  for (const RankData& r : ds.ranks) {
+    RankIterations it;
+    it.rank = r.rank();
+    double total = 0, n = 0;
+    for (const Slot& s : r.slots) total += s.iteration_ns, n += s.iterations;
+    it.count = static_cast<uint64_t>(n);
+    it.mean_s = n > 0 ? total / n * 1e-9 : 0;
+    it.p50_s = static_cast<double>(r.iteration_hist.Quantile(0.5)) * 1e-9;
+    it.p99_s = static_cast<double>(r.iteration_hist.Quantile(0.99)) * 1e-9;
+    it.min_s = static_cast<double>(r.iteration_hist.Quantile(0)) * 1e-9;
+    it.max_s = static_cast<double>(r.iteration_hist.Quantile(1)) * 1e-9;
+    out.push_back(it);
+  }
+  return out;
+}
+
+// Rows: every candidate's metric plus the functions that cost most; cells: a rank's value over
+// its peer group's median, minus one.
+HeatMap BuildHeat(const Frame& f, const std::vector<Candidate>& cands) {
+  HeatMap h;
+  for (const RankData& r : f.ds->ranks) h.ranks.push_back(r.rank());
+  std::vector<std::pair<int32_t, Aggregate>> rows;
+  for (const Candidate& c : cands) {
+    if (c.catalog_function >= 0 || c.aggregate != Aggregate::kNone) {
+      rows.push_back({c.catalog_function, c.aggregate});
+    }
+  }
+  for (const Aggregate a : {Aggregate::kKernels, Aggregate::kPython, Aggregate::kCudaApi,
+                            Aggregate::kMemcpy, Aggregate::kCollectives}) {
+    rows.push_back({-1, a});
+  }
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  for (const auto& [fn, agg] : rows) {
+    std::vector<double> mean(f.ds->ranks.size());
+    for (size_t r = 0; r < f.ds->ranks.size(); ++r) {
+      double sum = 0, n = 0;
+      for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {
+        if (SlotAt(f, r, k)) sum += MetricValue(f, r, k, fn, agg), ++n;
+      }
+      mean[r] = n > 0 ? sum / n : 0;
+    }
+    std::vector<double> row(f.ds->ranks.size());
+    for (const PeerGroup& g : *f.groups) {
+      std::vector<double> v;
+      for (const size_t m : g.members) v.push_back(mean[m]);
+      const double med = Median(v);
+      for (const size_t m : g.members) row[m] = med > 0 ? mean[m] / med - 1 : 0;
+    }
+    h.rows.push_back(agg != Aggregate::kNone
+                         ? std::string(AggregateName(agg))
+                         : f.ds->catalog.functions()[static_cast<size_t>(fn)].name);
+    h.cells.push_back(std::move(row));
+    h.keys.push_back({fn, agg});
+  }
+  return h;
+}
+
+// Step time outside the collectives, per rank and slot, for the HTML report's chart.
+std::vector<std::vector<double>> OwnStepTimes(const Frame& f) {
+  std::vector<std::vector<double>> out(f.ds->ranks.size(),
+                                       std::vector<double>(f.ds->slot_keys.size(), NAN));
+  for (size_t r = 0; r < out.size(); ++r) {
+    for (size_t k = 0; k < out[r].size(); ++k) {
+      const Slot* s = SlotAt(f, r, k);
+      if (s == nullptr) continue;
+      const double colls = f.aggregates[r][k][static_cast<size_t>(Aggregate::kCollectives)];
+      out[r][k] = std::max(0.0, s->MeanIterationNs() - colls) * 1e-9;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+// A straggler sets the pace of every rank it synchronizes with, and a cost every rank shares is
+// paid on each: either way, removing the time it costs a step shortens the job's step by about
+// that much. (Overlap with other work makes this an upper bound.) The impact is per iteration of
+// the windows it was seen in: one seen in half of them (a periodic checkpoint, a fault that
+// began halfway) costs the run half as much.
+void AttachWhatIf(double iteration_s, std::vector<Candidate>* cands) {
+  for (Candidate& c : *cands) {
+    if (c.category == "hang" || c.impact_s_per_iter <= 0) continue;
+    // The step where the candidate was seen (its windows), else the job's.
+    const double step = c.evidence.value("iteration_s", 0.0) > 0
+                            ? c.evidence.value("iteration_s", 0.0)
+                            : iteration_s;
+    if (step <= 0) continue;
+    const int seen = c.evidence.value("windows_seen", 0);
+    const int total = c.evidence.value("windows_total", 0);
+    const double persistence =
+        seen > 0 && total >= seen ? static_cast<double>(seen) / static_cast<double>(total) : 1.0;
+    const double without = std::max(0.0, step - c.impact_s_per_iter * persistence);
+    c.evidence["what_if"] = {{"step_s", step},
+                             {"step_without_s", without},
+                             {"faster_pct", 100.0 * (step - without) / step}};
+  }
+}
+
+namespace {
+
+bool WriteFile(const std::string& path, const std::string& text, std::ostream& err) {
+  std::ofstream os(path, std::ios::binary);
+  os << text;
+  if (os.good()) return true;
+  err << "perftracker: cannot write " << path << "\n";
+  return false;
+}
+
+}  // namespace
+
+Report Analyze(std::unique_ptr<Dataset> dataset, const Thresholds& thresholds) {
+  Report rep;
+  rep.thresholds = thresholds;
+  rep.dataset = std::move(dataset);
+  const Dataset& ds = *rep.dataset;
+  rep.groups = GroupPeers(ds);
+  rep.iterations = IterationStats(ds);
+  std::vector<double> means;
+  for (const RankIterations& it : rep.iterations) {
+    if (it.count > 0) means.push_back(it.mean_s);
+  }
+  rep.median_iteration_s = Median(means);
+  const Frame frame = MakeFrame(ds, rep.groups, thresholds);
+  std::vector<Finding> findings;
+  for (auto detect : {DetectDifferential, DetectExpectedRange, DetectCriticalPath, DetectTemporal,
+                      DetectArrival, DetectLinks, DetectBandwidth}) {
+    std::vector<Finding> more = detect(frame);
+    findings.insert(findings.end(), more.begin(), more.end());
+  }
+  rep.hangs = DetectHangs(ds, rep.median_iteration_s * 1e9);
+  rep.candidates = RankCandidates(frame, findings, rep.hangs, rep.median_iteration_s);
+  AttachHelperEvidence(ds, &rep.candidates);
+  AttachBeta(frame, &rep.candidates);
+  AttachWhatIf(rep.median_iteration_s, &rep.candidates);
+  rep.signal_warnings = AttachSignals(SignalDeviations(ds), &rep.candidates);
+  rep.heat = BuildHeat(frame, rep.candidates);
+  rep.links.cells = LinkRates(frame, &rep.links.net);
+  rep.own_step_s = OwnStepTimes(frame);
+  return rep;
+}
+
+int AnalyzeCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+  Options o;
+  std::string error;
+  if (!ParseOptions(args, &o, &error)) {
+    err << "perftracker analyze: " << error
+        << " (usage: perftracker analyze DIR [--json PATH|-] [--html PATH] [--top N] [--jobs N]"
+           " [--last N] [--since DURATION] [--iterations A:B] [--link-gbps INTRA[,INTER]])\n";
+    return kExitUsage;
+  }
+  auto ds = Ingest(o.dir, {o.threads, TerminalOrNull(err)}, &error, o.selection);
+  if (!ds) {
+    err << "perftracker: " << error << "\n";
+    return kExitUsage;
+  }
+  Thresholds thresholds;
+  thresholds.min_score = o.min_score;
+  thresholds.intra_link_gbps = o.intra_link_gbps;
+  thresholds.inter_link_gbps = o.inter_link_gbps;
+  const Report rep = Analyze(std::move(ds), thresholds);
+  if (!o.html_path.empty()) {
+    std::ostringstream html;
+    WriteHtml(rep, o.top, html);
+    if (!WriteFile(o.html_path, html.str(), err)) return kExitUsage;
+  }
+  if (o.json_path == "-") {
+    out << JsonText(ReportJson(rep, o.top), 2) << "\n";
+    return kExitOk;
+  }
+  if (!o.json_path.empty() &&
+      !WriteFile(o.json_path, JsonText(ReportJson(rep, o.top), 2) + "\n", err)) {
+    return kExitUsage;
+  }
+  WriteText(rep, o.top, out);
+  return kExitOk;
+}
+
+}  // namespace perftracker::analyzer

@@ -1,0 +1,253 @@
+// perftracker diff BASE_DIR CUR_DIR [--threshold PCT] [--json PATH|-]: per-function, per-collective
+// and step-time regressions of CUR against BASE, for CI.
+//
+// Each metric is a distribution: one value per rank and slot (per rank for collectives). A
+// metric regressed when its median grew by more than the threshold AND by more than the noise of
+// the two runs (3 x the larger robust spread over the square root of the sample count, at least
+// 1% of the base), AND by at least 0.5% of the base step time (functions that cost nothing do not
+// fail builds). Functions are joined by their stable id, collectives by (op, bytes, communicator
+// size, point-to-point or not): communicator ids differ between runs.
+// Beside them, the causes: the analysis `analyze` runs, on both runs, and the candidates that are
+// new or grew in CUR (diff_causes.h), printed first. They explain regressions and never change
+// the exit status: 1 on a regression, 0 otherwise, 2 on usage or unreadable input.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+#include "analyzer/commands/cli.h"
+#include "analyzer/commands/diff_causes.h"
+#include "analyzer/ingest/ingest.h"
+#include "analyzer/base/progress.h"
+#include "analyzer/verdict/report.h"
+#include "analyzer/base/stats.h"
+
+namespace perftracker::analyzer {
+namespace {
+
+struct Metric {
+  std::string name, kind;
+  std::vector<double> values;  // ns per iteration (per call for collectives)
+};
+
+struct Profile {
+  std::map<std::string, Metric> metrics;
+  double step_ns = 0;
+  size_t ranks = 0;
+};
+
+// One value per (rank, slot): cost per iteration in that slot. Slot-to-slot variation is part of
+// the noise, so a function that runs once in a while (a full GC, a checkpoint) has a wide
+// distribution and a median near zero, and never fails a build on one unlucky occurrence.
+void AddFunctions(const Dataset& ds, const RankData& r, Profile* p) {
+  const auto& fns = ds.catalog.functions();
+  for (size_t i = 0; i < fns.size(); ++i) {
+    const bool device = fns[i].kind == format::FunctionKind::kKernel ||
+                        fns[i].kind == format::FunctionKind::kMemcpy;
+    char key[32];
+    std::snprintf(key, sizeof key, "f%016llx", static_cast<unsigned long long>(fns[i].id));
+    Metric& m = p->metrics[key];
+    m.name = fns[i].name;
+    m.kind = std::string(format::KindName(fns[i].kind));
+    for (const Slot& s : r.slots) {
+      if (s.iterations == 0) continue;
+      const double v = i >= s.functions.size() ? 0
+                       : device               ? s.functions[i].device_est_ns
+                                              : s.functions[i].self_ns;
+      m.values.push_back(v / s.iterations);
+    }
+  }
+}
+
+void AddCollectives(const Dataset& ds, const RankData& r, Profile* p) {
+  const auto& cs = ds.catalog.collectives();
+  std::map<std::string, std::pair<double, double>> sums;  // key -> device ns, samples
+  std::map<std::string, std::string> names;
+  for (const Slot& s : r.slots) {
+    for (size_t i = 0; i < s.collectives.size() && i < cs.size(); ++i) {
+      const CollectiveInfo& c = cs[i];
+      const std::string key = "c" + std::to_string(static_cast<int>(c.op)) + ":" +
+                              std::to_string(c.bytes) + ":" + std::to_string(c.comm_size) +
+                              (c.peer >= 0 ? ":p2p" : "");
+      sums[key].first += s.collectives[i].device_ns;
+      sums[key].second += s.collectives[i].device_samples;
+      names[key] = c.name + " (" + std::to_string(c.bytes) + " B)";
+    }
+  }
+  for (const auto& [key, sum] : sums) {
+    if (sum.second <= 0) continue;
+    Metric& m = p->metrics[key];
+    m.name = names[key];
+    m.kind = "collective";
+    m.values.push_back(sum.first / sum.second);
+  }
+}
+
+Profile MakeProfile(const Dataset& ds) {
+  Profile p;
+  p.ranks = ds.ranks.size();
+  Metric& step = p.metrics["step"];
+  step.name = "step time";
+  step.kind = "iteration";
+  for (const RankData& r : ds.ranks) {
+    for (const Slot& s : r.slots) {
+      if (s.iterations > 0) step.values.push_back(s.MeanIterationNs());
+    }
+    AddFunctions(ds, r, &p);
+    AddCollectives(ds, r, &p);
+  }
+  p.step_ns = MedianOf(step.values);
+  return p;
+}
+
+struct Change {
+  std::string name, kind;
+  double base = 0, current = 0, change_pct = 0, noise = 0;
+};
+
+std::optional<Change> Compare(const Metric& b, const Metric& c, double threshold_pct,
+                              double base_step) {
+  if (b.values.empty() || c.values.empty()) return std::nullopt;
+  Change ch{b.name, b.kind, MedianOf(b.values), MedianOf(c.values), 0, 0};
+  const double spread =
+      std::max(RobustSigma(b.values, ch.base) / std::sqrt(double(b.values.size())),
+               RobustSigma(c.values, ch.current) / std::sqrt(double(c.values.size())));
+  ch.noise = std::max(3 * spread, 0.01 * ch.base);
+  const double delta = ch.current - ch.base;
+  ch.change_pct = ch.base > 0 ? 100 * delta / ch.base : (delta > 0 ? 1e9 : 0);
+  // Per-call collective times are weighed by their share of a step only through the threshold.
+  const bool matters =
+      b.kind == "collective" || b.kind == "iteration" || delta >= 0.005 * base_step;
+  if (std::abs(ch.change_pct) <= threshold_pct || std::abs(delta) <= ch.noise || !matters) {
+    return std::nullopt;
+  }
+  return ch;
+}
+
+struct DiffOptions {
+  std::string base, cur, json;
+  double threshold_pct = 5;
+};
+
+bool ParseDiff(std::span<const std::string> args, DiffOptions* o, std::string* error) {
+  std::vector<std::string> dirs;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if ((args[i] == "--threshold" || args[i] == "--json") && i + 1 >= args.size()) {
+      *error = args[i] + " needs a value";
+    } else if (args[i] == "--threshold") {
+      char* end = nullptr;
+      o->threshold_pct = std::strtod(args[++i].c_str(), &end);
+      if (!end || *end || o->threshold_pct < 0) *error = "bad --threshold " + args[i];
+    } else if (args[i] == "--json") {
+      o->json = args[++i];
+    } else if (args[i].starts_with("-")) {
+      *error = "unknown option " + args[i];
+    } else {
+      dirs.push_back(args[i]);
+    }
+    if (!error->empty()) return false;
+  }
+  if (dirs.size() != 2)
+    *error = "need BASE_DIR and CUR_DIR";
+  else
+    o->base = dirs[0], o->cur = dirs[1];
+  return error->empty();
+}
+
+Json ChangeJson(const Change& c) {
+  const bool per_call = c.kind == "collective";
+  return {{"name", c.name},
+          {"kind", c.kind},
+          {"unit", per_call ? "s/call" : "s/iter"},
+          {"base", c.base * 1e-9},
+          {"current", c.current * 1e-9},
+          {"change_pct", c.change_pct},
+          {"noise", c.noise * 1e-9}};
+}
+
+void PrintChanges(const std::vector<Change>& regs, const std::vector<Cause>& causes,
+                  const DiffOptions& o, const Profile& b, const Profile& c, std::ostream& out) {
+  out << "perftracker diff: base " << b.ranks << " ranks, step " << FormatSeconds(b.step_ns * 1e-9)
+      << "; current " << c.ranks << " ranks, step " << FormatSeconds(c.step_ns * 1e-9) << "\n";
+  PrintCauses(causes, out);
+  if (regs.empty()) {
+    out << "no regression beyond " << o.threshold_pct << "% and the runs' noise\n";
+    return;
+  }
+  out << regs.size() << " regression" << (regs.size() == 1 ? "" : "s") << " beyond "
+      << o.threshold_pct << "% and the runs' noise:\n";
+  for (size_t i = 0; i < regs.size() && i < 20; ++i) {
+    const Change& r = regs[i];
+    char line[96];
+    std::snprintf(line, sizeof line, "  %+7.1f%%  %-10s %9s -> %-9s  ", r.change_pct,
+                  r.kind.c_str(), FormatSeconds(r.base * 1e-9).c_str(),
+                  FormatSeconds(r.current * 1e-9).c_str());
+    std::string name = r.name.substr(0, 60);
+    for (char& ch : name) ch = static_cast<unsigned char>(ch) < 0x20 ? '?' : ch;
+    out << line << name << "\n";
+  }
+}
+
+}  // namespace
+
+int DiffCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
+  DiffOptions o;
+  std::string error;
+  if (!ParseDiff(args, &o, &error)) {
+    err << "perftracker diff: " << error
+        << " (usage: perftracker diff BASE_DIR CUR_DIR [--threshold PCT] [--json PATH|-])\n";
+    return kExitUsage;
+  }
+  auto base = Ingest(o.base, {0, TerminalOrNull(err)}, &error);
+  auto cur = base ? Ingest(o.cur, {0, TerminalOrNull(err)}, &error) : nullptr;
+  if (!base || !cur) {
+    err << "perftracker: " << error << "\n";
+    return kExitUsage;
+  }
+  const Profile b = MakeProfile(*base), c = MakeProfile(*cur);
+  Thresholds every;  // BASE without the score bar: a match for what CUR reports above it
+  every.min_score = 0;
+  const Thresholds usual;
+  const std::vector<Cause> causes =
+      NewOrGrownCauses(Analyze(std::move(base), every).candidates,
+                       Analyze(std::move(cur), usual).candidates, o.threshold_pct, usual.min_score);
+  std::vector<Change> regs, improvements;
+  for (const auto& [key, metric] : b.metrics) {
+    const auto it = c.metrics.find(key);
+    if (it == c.metrics.end()) continue;
+    if (auto ch = Compare(metric, it->second, o.threshold_pct, b.step_ns)) {
+      (ch->current > ch->base ? regs : improvements).push_back(*ch);
+    }
+  }
+  const auto by_size = [](const Change& x, const Change& y) {
+    return std::abs(x.current - x.base) > std::abs(y.current - y.base);
+  };
+  std::sort(regs.begin(), regs.end(), by_size);
+  std::sort(improvements.begin(), improvements.end(), by_size);
+  Json j = {{"schema", 2},
+            {"threshold_pct", o.threshold_pct},
+            {"regression", !regs.empty()},
+            {"base", {{"dir", o.base}, {"ranks", b.ranks}, {"step_s", b.step_ns * 1e-9}}},
+            {"current", {{"dir", o.cur}, {"ranks", c.ranks}, {"step_s", c.step_ns * 1e-9}}},
+            {"causes", CausesJson(causes)},
+            {"regressions", Json::array()},
+            {"improvements", Json::array()}};
+  for (const Change& r : regs) j["regressions"].push_back(ChangeJson(r));
+  for (const Change& r : improvements) j["improvements"].push_back(ChangeJson(r));
+  if (o.json == "-") {
+    out << JsonText(j, 2) << "\n";
+  } else {
+    if (!o.json.empty()) {
+      std::ofstream os(o.json);
+      os << JsonText(j, 2) << "\n";
+      if (!os.good()) {
+        err << "perftracker: cannot write " << o.json << "\n";
+        return kExitUsage;
+      }
+    }
+    PrintChanges(regs, causes, o, b, c, out);
+  }
+  return regs.empty() ? kExitOk : kExitRegression;
+}
+
+}  // namespace perftracker::analyzer

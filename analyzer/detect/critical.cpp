@@ -1,0 +1,240 @@
+// The paper's expected range for host code (research/perftracker.md §7, §12.5): a Python
+// function's share of the iteration on the rank's critical path (beta) is expected in
+// [0, 0.01]. Above it on the median rank of a peer group, in enough windows, it is a problem
+// every rank shares -- which comparing ranks cannot see: a pure-Python routine after every step
+// that leaves the GPU idle, a slow per-step routine in a CPU job.
+//
+// beta of a function counts its whole subtree's critical time (a routine's time may sit in the
+// library calls it makes). The collector charges only host time during which the device had
+// nothing queued (preload/core/critical_path.h), so framework entry points that merely contain
+// device work (forward, backward, step) are not charged for it. Without a device (CPU
+// training) the framework's own frames are the device: their time is compute, not overhead,
+// and is left out; the user's code and other libraries' is what the range judges.
+//
+// Of nested flagged functions the deepest that explain their caller are kept (a function whose
+// flagged callees hold >= 80% of its beta is only their container); a library frame is then
+// named at the first frame of the user's own code above it that it explains >= 80% of.
+#include <algorithm>
+
+#include "analyzer/detect/detect.h"
+#include "analyzer/verdict/report.h"
+#include "analyzer/base/stats.h"
+
+namespace perftracker::analyzer {
+namespace {
+
+using format::FunctionKind;
+
+constexpr double kExplains = 0.8;
+
+// Files of the framework (site-packages-relative names, as the collector writes them).
+bool Framework(const std::string& name) { return name.starts_with("torch/"); }
+bool UserCode(const std::string& name) { return !name.empty() && name[0] == '/'; }
+
+// Critical ns per iteration of each Python function's subtree on one rank in one slot; empty
+// when the slot lacks critical-path data in any of its windows.
+std::vector<double> SubtreeCritical(const Frame& f, const Slot& s,
+                                    const std::vector<int32_t>& parent) {
+  if (s.critical_windows == 0 || s.critical_windows < s.windows || s.iterations <= 0) return {};
+  const auto& fns = f.ds->catalog.functions();
+  const bool device = s.device_windows > 0;
+  std::vector<double> sub(s.functions.size(), 0);
+  for (size_t i = s.functions.size(); i-- > 0;) {
+    const FunctionInfo& info = fns[i];
+    if (info.kind != FunctionKind::kPython) continue;
+    if (device || !Framework(info.name)) sub[i] += s.functions[i].critical_ns / s.iterations;
+    const int32_t p = parent[i];
+    if (p >= 0 && static_cast<size_t>(p) < i &&
+        fns[static_cast<size_t>(p)].kind == FunctionKind::kPython) {
+      sub[static_cast<size_t>(p)] += sub[i];
+    }
+  }
+  return sub;
+}
+
+// Each catalog function's caller (catalog index), -1 at the root.
+std::vector<int32_t> ParentIndex(const Catalog& catalog) {
+  const auto& fns = catalog.functions();
+  std::vector<int32_t> parent(fns.size(), -1);
+  for (size_t i = 0; i < fns.size(); ++i) {
+    if (fns[i].parent_id != 0) parent[i] = catalog.IndexOf(fns[i].parent_id);
+  }
+  return parent;
+}
+
+// `fn` and the Python functions beneath it through Python callers only: the functions whose
+// critical time adds up into fn's (as in SubtreeCritical). Parents precede their children in
+// the catalog.
+std::vector<size_t> SubtreeOf(const Frame& f, const std::vector<int32_t>& parent, size_t fn) {
+  const auto& fns = f.ds->catalog.functions();
+  std::vector<bool> in(fns.size(), false);
+  std::vector<size_t> out;
+  for (size_t i = fn; i < fns.size(); ++i) {
+    const int32_t p = parent[i];
+    in[i] = i == fn || (fns[i].kind == FunctionKind::kPython && p >= 0 &&
+                        static_cast<size_t>(p) < i && in[static_cast<size_t>(p)]);
+    if (in[i]) out.push_back(i);
+  }
+  return out;
+}
+
+// The critical ns of a subtree in one slot. Unlike the range's sums, the framework's frames
+// count on a CPU rank too: the question is how long the function held the critical path, and a
+// user function's torch.save is on it however the range judges torch's own frames.
+double SubtreeCriticalNs(const Slot& s, const std::vector<size_t>& subtree) {
+  double ns = 0;
+  for (const size_t i : subtree) {
+    if (i < s.functions.size()) ns += s.functions[i].critical_ns;
+  }
+  return ns;
+}
+
+}  // namespace
+
+std::vector<Finding> DetectCriticalPath(const Frame& f) {
+  std::vector<Finding> out;
+  const auto& fns = f.ds->catalog.functions();
+  const std::vector<int32_t> parent = ParentIndex(f.ds->catalog);
+  const double bound = f.th.blocking_expected;
+  for (size_t gi = 0; gi < f.groups->size(); ++gi) {
+    const PeerGroup& g = (*f.groups)[gi];
+    struct Acc {
+      int seen = 0;
+      double value = 0, iteration = 0, share = 0;
+      std::vector<int> ranks;
+    };
+    std::vector<Acc> acc(fns.size());
+    int present = 0;
+    for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {
+      std::vector<std::pair<size_t, std::vector<double>>> subs;  // member, subtree ns/iter
+      std::vector<double> iters;
+      for (const size_t m : g.members) {
+        const Slot* s = SlotAt(f, m, k);
+        if (s == nullptr) continue;
+        std::vector<double> sub = SubtreeCritical(f, *s, parent);
+        if (sub.empty()) continue;
+        subs.push_back({m, std::move(sub)});
+        iters.push_back(s->MeanIterationNs());
+      }
+      if (subs.empty()) continue;
+      ++present;
+      const double iter = Median(iters);
+      if (iter <= 0) continue;
+      for (size_t fn = 0; fn < fns.size(); ++fn) {
+        if (fns[fn].kind != FunctionKind::kPython) continue;
+        std::vector<double> v;
+        for (const auto& [m, sub] : subs) v.push_back(fn < sub.size() ? sub[fn] : 0);
+        const double med = MedianOf(v);
+        if (med / iter <= bound) continue;
+        Acc& a = acc[fn];
+        ++a.seen;
+        a.value += med, a.iteration += iter, a.share += med / iter;
+        for (const auto& [m, sub] : subs) {
+          if (fn < sub.size() && sub[fn] / iter > bound) a.ranks.push_back(f.ds->ranks[m].rank());
+        }
+      }
+    }
+    std::vector<bool> flagged(fns.size(), false);
+    for (size_t fn = 0; fn < fns.size(); ++fn) {
+      flagged[fn] = acc[fn].seen > 0 && acc[fn].seen >= NeededWindows(present);
+    }
+    // A flagged function whose flagged callees hold most of its time is only their container.
+    std::vector<double> callees(fns.size(), 0);
+    for (size_t fn = 0; fn < fns.size(); ++fn) {
+      if (flagged[fn] && parent[fn] >= 0) {
+        callees[static_cast<size_t>(parent[fn])] += acc[fn].share / acc[fn].seen;
+      }
+    }
+    for (size_t fn = 0; fn < fns.size(); ++fn) {
+      if (!flagged[fn] || callees[fn] >= kExplains * acc[fn].share / acc[fn].seen) continue;
+      // A library frame at the user's depth: the first user frame above that it explains.
+      int32_t named = static_cast<int32_t>(fn);
+      for (int32_t a = parent[fn], depth = 0;
+           a >= 0 && depth < 64 && !UserCode(fns[static_cast<size_t>(named)].name);
+           a = parent[static_cast<size_t>(a)], ++depth) {
+        if (fns[static_cast<size_t>(a)].kind != FunctionKind::kPython) break;
+        if (UserCode(fns[static_cast<size_t>(a)].name)) {
+          const Acc& up = acc[static_cast<size_t>(a)];
+          if (up.seen > 0 && acc[fn].share / acc[fn].seen >= kExplains * up.share / up.seen) {
+            named = a;
+          }
+          break;
+        }
+      }
+      const Acc& a = acc[static_cast<size_t>(named)];
+      Finding x;
+      x.source = Source::kExpectedRange;
+      x.group = static_cast<int>(gi);
+      x.function = named;
+      const double n = a.seen;
+      x.value_ns = a.value / n;
+      x.iteration_ns = a.iteration / n;
+      x.peer_median_ns = bound * x.iteration_ns;
+      x.deviation = a.share / n - bound;
+      x.excess_ns = x.value_ns - x.peer_median_ns;
+      x.windows_seen = a.seen;
+      x.windows_total = present;
+      x.ranks = a.ranks;
+      std::sort(x.ranks.begin(), x.ranks.end());
+      x.ranks.erase(std::unique(x.ranks.begin(), x.ranks.end()), x.ranks.end());
+      x.extra["metric"] = "critical_path";
+      x.extra["beta"] = a.share / n;
+      x.extra["expected_max_beta"] = bound;
+      if (named != static_cast<int32_t>(fn)) x.extra["flagged_frame"] = fns[fn].name;
+      out.push_back(std::move(x));
+    }
+  }
+  return out;
+}
+
+}  // namespace perftracker::analyzer
+
+namespace perftracker::analyzer {
+
+// beta on the candidate's ranks and their peers, over the windows its function ran in: of its
+// subtree for a Python function (the verdict may be a caller whose own time is nil), of its own
+// critical time otherwise.
+void AttachBeta(const Frame& f, std::vector<Candidate>* cands) {
+  const auto& fns = f.ds->catalog.functions();
+  const std::vector<int32_t> parent = ParentIndex(f.ds->catalog);
+  for (Candidate& c : *cands) {
+    if (c.catalog_function < 0 || c.group < 0 || c.evidence.contains("beta")) continue;
+    const auto fn = static_cast<size_t>(c.catalog_function);
+    const bool subtree = fns[fn].kind == FunctionKind::kPython;
+    const auto& members = (*f.groups)[static_cast<size_t>(c.group)].members;
+    std::vector<size_t> culprit_members;
+    for (const size_t m : members) {
+      if (OnCandidateRanks(f, c, m)) culprit_members.push_back(m);
+    }
+    const std::vector<bool> ran = SlotsWhereRan(f, culprit_members, c.catalog_function);
+    const std::vector<size_t> members_of_subtree =
+        subtree ? SubtreeOf(f, parent, fn) : std::vector<size_t>{};
+    std::vector<double> culprits, peers;
+    for (const size_t m : members) {
+      double critical = 0, iteration = 0;
+      bool known = false;
+      for (size_t k = 0; k < f.slots[m].size(); ++k) {
+        const Slot* s = SlotAt(f, m, k);
+        if (s == nullptr || !ran[k] || s->critical_windows < s->windows || s->windows == 0) {
+          continue;
+        }
+        known = true;
+        iteration += s->iteration_ns;
+        if (subtree) {
+          critical += SubtreeCriticalNs(*s, members_of_subtree);
+        } else if (fn < s->functions.size()) {
+          critical += s->functions[fn].critical_ns;
+        }
+      }
+      if (!known || iteration <= 0) continue;
+      (OnCandidateRanks(f, c, m) ? culprits : peers).push_back(critical / iteration);
+    }
+    if (culprits.empty()) continue;
+    double sum = 0;
+    for (const double b : culprits) sum += b;
+    c.evidence["beta"] = sum / static_cast<double>(culprits.size());
+    if (!peers.empty()) c.evidence["peer_beta"] = Median(peers);
+  }
+}
+
+}  // namespace perftracker::analyzer

@@ -1,0 +1,137 @@
+#include "analyzer/detect/peers.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "analyzer/base/parallel.h"
+
+namespace perftracker::analyzer {
+namespace {
+
+struct Role {
+  std::set<std::tuple<uint8_t, uint64_t, uint32_t, bool>> shape;  // op, bytes, size, p2p
+  std::set<uint64_t> comms;                                       // collective communicators
+  std::vector<uint32_t> functions;                                // sorted catalog indices
+};
+
+Role RoleOf(const Dataset& ds, const RankData& r) {
+  Role role;
+  const auto& colls = ds.catalog.collectives();
+  // Functions of the steady state: start-up and shutdown differ between ranks that do the same
+  // work (rank 0 hosts the store, imports more, writes the last log), and so does a checkpoint
+  // now and then; a role runs its functions in most windows.
+  std::vector<uint32_t> slots_with;  // per catalog function
+  for (const Slot& s : r.slots) {
+    for (size_t i = 0; i < s.collectives.size(); ++i) {
+      if (s.collectives[i].count <= 0) continue;
+      const CollectiveInfo& c = colls[i];
+      if (IsNetOp(c.op)) continue;  // which links cross nodes is placement, not role
+      role.shape.insert({static_cast<uint8_t>(c.op), c.bytes, c.comm_size, c.peer >= 0});
+      if (c.peer < 0) role.comms.insert(c.comm_id);
+    }
+    if (slots_with.size() < s.functions.size()) slots_with.resize(s.functions.size());
+    for (size_t i = 0; i < s.functions.size(); ++i) slots_with[i] += s.functions[i].count > 0;
+  }
+  const size_t needed = (r.slots.size() + 1) / 2;
+  for (size_t fn = 0; fn < slots_with.size(); ++fn) {
+    if (slots_with[fn] > 0 && slots_with[fn] >= needed) {
+      role.functions.push_back(static_cast<uint32_t>(fn));
+    }
+  }
+  return role;
+}
+
+double Jaccard(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
+  size_t common = 0;
+  for (auto i = a.begin(), j = b.begin(); i != a.end() && j != b.end();) {
+    if (*i < *j) {
+      ++i;
+    } else if (*j < *i) {
+      ++j;
+    } else {
+      ++common, ++i, ++j;
+    }
+  }
+  const size_t all = a.size() + b.size() - common;
+  return all == 0 ? 1.0 : static_cast<double>(common) / static_cast<double>(all);
+}
+
+size_t Find(std::vector<size_t>& parent, size_t i) {
+  while (parent[i] != i) i = parent[i] = parent[parent[i]];
+  return i;
+}
+
+// Ranks with the same collective shape that share a communicator are one component.
+std::vector<std::vector<size_t>> Components(const std::vector<Role>& roles) {
+  std::vector<size_t> parent(roles.size());
+  std::iota(parent.begin(), parent.end(), 0);
+  std::map<std::pair<uint64_t, const void*>, size_t> first_user;
+  std::map<decltype(Role::shape), size_t> first_of_shape;
+  for (size_t i = 0; i < roles.size(); ++i) {
+    const auto [shape_it, fresh] = first_of_shape.try_emplace(roles[i].shape, i);
+    const void* shape_key = &shape_it->first;
+    if (roles[i].comms.empty() && !fresh) parent[Find(parent, i)] = Find(parent, shape_it->second);
+    for (const uint64_t comm : roles[i].comms) {
+      const auto [it, added] = first_user.try_emplace({comm, shape_key}, i);
+      if (!added) parent[Find(parent, i)] = Find(parent, it->second);
+    }
+  }
+  std::map<size_t, std::vector<size_t>> groups;
+  for (size_t i = 0; i < roles.size(); ++i) groups[Find(parent, i)].push_back(i);
+  std::vector<std::vector<size_t>> out;
+  for (auto& [root, members] : groups) out.push_back(std::move(members));
+  return out;
+}
+
+// Splits a component where function sets differ (first/last pipeline stage, ...).
+void SplitBySimilarity(const std::vector<size_t>& members, const std::vector<Role>& roles,
+                       std::vector<std::vector<size_t>>* out) {
+  std::vector<std::vector<size_t>> parts;
+  for (const size_t m : members) {
+    bool placed = false;
+    for (auto& part : parts) {
+      if (Jaccard(roles[part.front()].functions, roles[m].functions) >= kMinPeerSimilarity) {
+        part.push_back(m);
+        placed = true;
+        break;
+      }
+    }
+    if (!placed) parts.push_back({m});
+  }
+  for (auto& p : parts) out->push_back(std::move(p));
+}
+
+}  // namespace
+
+std::string RankListLabel(const std::vector<int>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out += ",";
+    out += std::to_string(ranks[i]);
+    if (j > i) out += "-" + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+std::vector<PeerGroup> GroupPeers(const Dataset& ds) {
+  std::vector<Role> roles(ds.ranks.size());
+  ParallelFor(roles.size(), ds.threads,
+              [&](size_t i, size_t) { roles[i] = RoleOf(ds, ds.ranks[i]); });
+  std::vector<std::vector<size_t>> parts;
+  for (const auto& component : Components(roles)) SplitBySimilarity(component, roles, &parts);
+  std::sort(parts.begin(), parts.end());
+  std::vector<PeerGroup> groups;
+  for (auto& members : parts) {
+    std::vector<int> ranks;
+    for (const size_t m : members) ranks.push_back(ds.ranks[m].rank());
+    groups.push_back({std::move(members), "ranks " + RankListLabel(ranks)});
+  }
+  return groups;
+}
+
+}  // namespace perftracker::analyzer

@@ -1,0 +1,152 @@
+// The temporal test: a problem every rank shares is invisible across ranks but visible against
+// the same ranks' earlier windows. Per peer group, the median rank's value of a metric in the
+// latest third of the slots is compared with the earliest third; it must have grown by more than
+// 1% of the iteration and a quarter of its old value, and the iteration must have grown with it
+// (the extra time is on the critical path). A third's level is its lowest slot: a change of
+// level raises every slot, while a periodic cost (a checkpoint every N steps) raises only some,
+// and how many of those fall in each third is chance.
+#include <algorithm>
+
+#include "analyzer/detect/detect.h"
+#include "analyzer/base/parallel.h"
+#include "analyzer/base/stats.h"
+
+namespace perftracker::analyzer {
+namespace {
+
+struct Series {
+  std::vector<double> value, iteration;
+};
+
+// Each metric's series over a group: per slot where at least half the members ran, the members'
+// median value and median iteration time. Values are gathered member by member for all the
+// metrics at once (detect.cpp TallyMetrics: one function across thousands of members is a cache
+// miss per member). `scratch` is kept from call to call (fresh, its large vectors were mmapped
+// each time).
+std::vector<Series> GroupSeries(const Frame& f, const PeerGroup& g,
+                                const std::vector<Metric>& metrics,
+                                std::vector<std::vector<double>>* scratch) {
+  std::vector<Series> out(metrics.size());
+  std::vector<std::vector<double>>& v = *scratch;
+  v.resize(std::max(v.size(), metrics.size()));
+  std::vector<double> t;
+  for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {
+    t.clear();
+    for (auto& values : v) values.clear();
+    for (const size_t m : g.members) {
+      if (const Slot* slot = SlotAt(f, m, k)) {
+        for (size_t j = 0; j < metrics.size(); ++j) {
+          v[j].push_back(MetricValue(f, m, k, metrics[j].function, metrics[j].aggregate));
+        }
+        t.push_back(slot->MeanIterationNs());
+      }
+    }
+    if (t.size() * 2 < g.members.size() || t.empty()) continue;
+    const double iteration = Median(t);
+    for (size_t j = 0; j < metrics.size(); ++j) {
+      out[j].value.push_back(Median(v[j]));
+      out[j].iteration.push_back(iteration);
+    }
+  }
+  return out;
+}
+
+// A slot without the metric at all (start-up before the first collective, a window without
+// device samples) says nothing about its level: the lowest of the others, 0 when none has it.
+double Level(const std::vector<double>& v, size_t from, size_t to) {
+  double level = 0;
+  for (size_t k = from; k < to; ++k) {
+    if (v[k] > 0 && (level == 0 || v[k] < level)) level = v[k];
+  }
+  return level;
+}
+
+// The levels of a series' earliest and latest thirds, and where the latest begins; false with
+// fewer than 3 slots.
+struct Thirds {
+  double base = 0, recent = 0;
+  size_t third = 0;
+};
+bool ThirdsOf(const std::vector<double>& v, Thirds* t) {
+  const size_t n = v.size();
+  if (n < 3) return false;
+  t->third = std::max<size_t>(1, n / 3);
+  t->base = Level(v, 0, t->third);
+  t->recent = Level(v, n - t->third, n);
+  return true;
+}
+
+void TestMetric(const Frame& f, int gi, int32_t fn, Aggregate agg, const Series& s,
+                std::vector<Finding>* out) {
+  const PeerGroup& g = (*f.groups)[static_cast<size_t>(gi)];
+  Thirds value, step;
+  if (!ThirdsOf(s.value, &value) || !ThirdsOf(s.iteration, &step)) return;
+  const size_t n = s.value.size(), third = value.third;
+  const double base = value.base, recent = value.recent;
+  const double base_t = step.base, recent_t = step.recent;
+  const double change = recent - base;
+  if (change <= std::max(0.01 * recent_t, 0.25 * base)) return;
+  if (recent_t - base_t < 0.5 * change) return;
+  Finding x;
+  x.source = Source::kTemporal;
+  x.group = gi;
+  x.function = fn;
+  x.aggregate = agg;
+  for (const size_t m : g.members) x.ranks.push_back(f.ds->ranks[m].rank());
+  x.value_ns = recent;
+  x.peer_median_ns = base;
+  x.deviation = base > 0 ? change / base : change / recent_t;
+  x.excess_ns = change;
+  x.iteration_ns = recent_t;
+  for (size_t k = third; k < n; ++k) x.windows_seen += s.value[k] > base + 0.5 * change;
+  x.windows_total = static_cast<int>(n);
+  x.extra["baseline_iteration_s"] = base_t * 1e-9;
+  x.extra["recent_iteration_s"] = recent_t * 1e-9;
+  out->push_back(std::move(x));
+}
+
+}  // namespace
+
+double RankChange(const Frame& f, size_t rank_index, int32_t fn, Aggregate agg) {
+  std::vector<double> v;
+  for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {
+    if (SlotAt(f, rank_index, k) != nullptr) v.push_back(MetricValue(f, rank_index, k, fn, agg));
+  }
+  Thirds t;
+  return ThirdsOf(v, &t) ? t.recent - t.base : 0;
+}
+
+std::vector<Finding> DetectTemporal(const Frame& f) {
+  std::vector<Finding> out;
+  for (size_t gi = 0; gi < f.groups->size(); ++gi) {
+    const int g = static_cast<int>(gi);
+    const PeerGroup& group = (*f.groups)[gi];
+    // Blocks share nothing but the frame: tested in parallel, their findings kept in catalog order.
+    const std::vector<std::vector<Metric>> blocks = FunctionBlocks(f);
+    std::vector<std::vector<Finding>> found(blocks.size());
+    std::vector<std::vector<std::vector<double>>> scratch(
+        static_cast<size_t>(std::max(1, f.threads)));
+    ParallelFor(blocks.size(), f.threads, [&](size_t b, size_t worker) {
+      const std::vector<Series> series = GroupSeries(f, group, blocks[b], &scratch[worker]);
+      for (size_t j = 0; j < blocks[b].size(); ++j) {
+        TestMetric(f, g, blocks[b][j].function, Aggregate::kNone, series[j], &found[b]);
+      }
+    });
+    for (std::vector<Finding>& more : found) {
+      out.insert(out.end(), std::make_move_iterator(more.begin()),
+                 std::make_move_iterator(more.end()));
+    }
+    std::vector<Metric> aggregates;
+    for (const Aggregate agg : {Aggregate::kKernels, Aggregate::kPython, Aggregate::kCudaApi,
+                                Aggregate::kMemcpy, Aggregate::kCollectives}) {
+      aggregates.push_back({-1, agg});
+    }
+    const std::vector<Series> series = GroupSeries(f, group, aggregates, &scratch[0]);
+    for (size_t j = 0; j < aggregates.size(); ++j) {
+      TestMetric(f, g, -1, aggregates[j].aggregate, series[j], &out);
+    }
+  }
+  return out;
+}
+
+}  // namespace perftracker::analyzer

@@ -1,0 +1,286 @@
+#include "analyzer/ingest/align.h"
+
+#include <algorithm>
+
+#include "analyzer/base/parallel.h"
+
+namespace perftracker::analyzer {
+namespace {
+
+// A host duration timed on n of a function's N calls and scaled to all N has the variance of
+// N times the sample mean: N^2 s^2 / n, less the finite-population share n/N (nothing when every
+// call was timed). s^2 comes from the duration histogram, which holds the timed calls only; one
+// timed call says nothing about the spread, so it counts as a spread as large as its mean. A
+// preempted call among few timed ones is scaled to many: this is what keeps it from reading as a
+// slow rank (detect.cpp).
+double SamplingVariance(const format::FunctionPattern& p) {
+  // Ingest decodes the histogram straight into its moments; windows made in memory carry it.
+  const format::HistogramMoments m = p.duration.empty() ? p.duration_moments : p.duration.Moments();
+  const double n = m.count;
+  const auto calls = static_cast<double>(p.count);
+  if (n <= 0 || n >= calls) return 0;
+  const double mean = m.sum / n;
+  const double var =
+      n >= 2 ? std::max(0.0, (m.sum_squares - n * mean * mean) / (n - 1)) : mean * mean;
+  return calls * calls * var / n * (1 - n / calls);
+}
+
+// Kernels or copies recorded: the rank drives a device, whose idle time the window measured.
+bool HasDeviceWork(const format::Window& w) {
+  return w.device_idle_ns > 0 ||
+         std::any_of(w.functions.begin(), w.functions.end(), [](const format::FunctionPattern& p) {
+           return p.kind == format::FunctionKind::kKernel ||
+                  p.kind == format::FunctionKind::kMemcpy;
+         });
+}
+
+void AddFunctions(const format::Window& w, const std::vector<uint32_t>& index, Slot* slot) {
+  for (size_t i = 0; i < w.functions.size(); ++i) {
+    const format::FunctionPattern& p = w.functions[i];
+    FunctionSum& s = slot->functions.Mutable(index[i]);
+    s.self_ns += static_cast<float>(p.self_ns);
+    s.critical_ns += static_cast<float>(p.critical_ns);
+    s.wait_ns += static_cast<float>(p.wait_ns);
+    s.total_ns += static_cast<float>(p.total_ns);
+    s.device_ns += static_cast<float>(p.device_ns);
+    s.device_samples += static_cast<float>(p.device_samples);
+    s.count += static_cast<float>(p.count);
+    s.bytes += static_cast<float>(p.bytes);
+    s.sampling_var += static_cast<float>(SamplingVariance(p));
+  }
+}
+
+// Device time is measured on a sample of launches (1 in PERFTRACKER_SAMPLE_EVERY per call site),
+// so a short slot often holds no sample of a function, or one: scaling that one to every call
+// swings the estimate from zero to many times the truth from slot to slot, and ranks compared in
+// the same slot disagree by chance. A slot's own samples are used when there are enough of them;
+// otherwise those of the nearest slots (up to kReach on each side) that have enough together,
+// else the per-call mean over all of the rank's samples. Nearest first, because a fault may
+// begin or end mid-run: a GPU that throttles from the middle on must not make the unsampled
+// warm-up window look slow. Without any sample: the host time of the calls, less what they
+// spent waiting for earlier work (a synchronous copy waits for the whole queue first).
+void EstimateDevice(RankData* rank) {
+  constexpr double kEnoughSamples = 4;
+  constexpr size_t kReach = 3;
+  const size_t n = rank->slots.size();
+  size_t fns = 0;
+  for (const Slot& s : rank->slots) fns = std::max(fns, s.functions.size());
+  // at(i, k): device ns and samples of function i in slots [0, k). One block, not a vector per
+  // function: thousands of ranks times thousands of functions were millions of allocations.
+  std::vector<std::pair<double, double>> prefix(fns * (n + 1));
+  const auto at = [&](size_t i, size_t k) -> std::pair<double, double>& {
+    return prefix[i * (n + 1) + k];
+  };
+  for (size_t k = 0; k < n; ++k) {
+    const Slot& s = rank->slots[k];
+    for (size_t i = 0; i < fns; ++i) {
+      at(i, k + 1) = at(i, k);
+      if (i < s.functions.size()) {
+        const FunctionSum f = s.functions[i];
+        at(i, k + 1).first += f.device_ns;
+        at(i, k + 1).second += f.device_samples;
+      }
+    }
+  }
+  for (size_t k = 0; k < n; ++k) {
+    Slot& s = rank->slots[k];
+    for (size_t i = 0; i < s.functions.size(); ++i) {
+      const FunctionSum f = s.functions[i];
+      double per_call = -1;
+      for (size_t r = 0; r <= kReach && per_call < 0; ++r) {
+        const size_t lo = k >= r ? k - r : 0, hi = std::min(n, k + r + 1);
+        const double ns = at(i, hi).first - at(i, lo).first;
+        const double samples = at(i, hi).second - at(i, lo).second;
+        if (samples >= kEnoughSamples) per_call = ns / samples;
+      }
+      if (per_call < 0 && at(i, n).second > 0) per_call = at(i, n).first / at(i, n).second;
+      s.functions.SetDeviceEst(i, per_call >= 0 ? static_cast<float>(per_call * f.count)
+                                                : std::max(0.0f, f.self_ns - f.wait_ns));
+    }
+  }
+}
+
+void AddCollectives(const format::Window& w, const std::vector<uint32_t>& index, Slot* slot) {
+  for (size_t i = 0; i < w.collectives.size(); ++i) {
+    const format::CollectivePattern& c = w.collectives[i];
+    const uint32_t k = index[i];
+    if (slot->collectives.size() <= k) slot->collectives.resize(k + 1);
+    CollectiveSum& s = slot->collectives[k];
+    const auto calls = static_cast<float>(c.count);
+    s.device_ns += static_cast<float>(c.device_ns);
+    s.device_samples += static_cast<float>(c.device_samples);
+    s.count += calls;
+    if (!c.launch_offset.empty()) {
+      const auto weight = static_cast<float>(c.launch_offset.Count());
+      s.offset_weighted += static_cast<float>(c.launch_offset.Quantile(0.5)) * weight;
+      s.offset_weight += weight;
+    }
+    if (!c.device.empty()) {
+      s.device_median_weighted += static_cast<float>(c.device.Quantile(0.5)) * calls;
+    }
+  }
+}
+
+void InternTables(const format::Window& w, Catalog* catalog, FoldScratch* scratch) {
+  const bool same_functions =
+      w.functions.size() == scratch->fn_ids.size() &&
+      std::equal(w.functions.begin(), w.functions.end(), scratch->fn_ids.begin(),
+                 [](const format::FunctionPattern& p, uint64_t id) { return p.id == id; });
+  if (!same_functions) {
+    catalog->InternFunctions(w.functions, &scratch->fn_index);
+    scratch->fn_ids.clear();
+    for (const format::FunctionPattern& p : w.functions) scratch->fn_ids.push_back(p.id);
+  }
+  const auto key = [](const format::CollectivePattern& c) {
+    return std::tie(c.comm_id, c.op, c.peer, c.bytes, c.name);
+  };
+  const bool same_collectives =
+      w.collectives.size() == scratch->colls.size() &&
+      std::equal(w.collectives.begin(), w.collectives.end(), scratch->colls.begin(),
+                 [&](const format::CollectivePattern& c, const auto& k) { return key(c) == k; });
+  if (!same_collectives) {
+    catalog->InternCollectives(w.collectives, &scratch->coll_index);
+    scratch->colls.clear();
+    for (const format::CollectivePattern& c : w.collectives) scratch->colls.emplace_back(key(c));
+  }
+}
+
+// Re-keys a rank's slots at a wider shift, merging slots that now share a key.
+void Rekey(RankData* rank, int shift) {
+  std::vector<Slot> merged;
+  for (Slot& s : rank->slots) {
+    const uint64_t key = s.iter_begin >> shift;
+    if (!merged.empty() && merged.back().key == key) {
+      merged.back().Merge(s);
+    } else {
+      s.key = key;
+      merged.push_back(std::move(s));
+    }
+  }
+  rank->slots = std::move(merged);
+  rank->shift = shift;
+}
+
+Slot* SlotFor(RankData* rank, uint64_t iter_begin) {
+  const uint64_t key = iter_begin >> rank->shift;
+  auto it = std::lower_bound(rank->slots.begin(), rank->slots.end(), key,
+                             [](const Slot& s, uint64_t k) { return s.key < k; });
+  if (it == rank->slots.end() || it->key != key) {
+    Slot fresh;
+    fresh.key = key;
+    fresh.iter_begin = iter_begin;
+    fresh.iter_end = iter_begin;
+    it = rank->slots.insert(it, std::move(fresh));
+  }
+  return &*it;
+}
+
+// Ranks decide the automatic switch to detailed mode on their own (mode_trigger.h): near the
+// threshold one may record a window in detailed mode that another records in light mode, where
+// cheap leaf functions fold into their callers. Compared as they are, the callers' self times
+// differ by the leaves' time and the leaves exist on one side only. So in a slot where some ranks
+// were light throughout, a Python function that no such rank recorded folds into its caller on
+// the other ranks, as light mode would have folded it: the slot is compared in light mode's shape.
+void HarmonizeModes(Dataset* dataset) {
+  const std::vector<FunctionInfo>& catalog = dataset->catalog.functions();
+  std::vector<int32_t> parent(catalog.size());
+  for (size_t f = 0; f < catalog.size(); ++f) {
+    parent[f] = catalog[f].parent_id != 0 ? dataset->catalog.IndexOf(catalog[f].parent_id) : -1;
+  }
+  std::vector<uint8_t> seen_light;
+  for (uint64_t key : dataset->slot_keys) {
+    std::vector<Slot*> light, detailed;
+    for (RankData& r : dataset->ranks) {
+      Slot* s = r.FindSlot(key);
+      if (s != nullptr && s->windows > 0)
+        (s->detailed_windows == 0 ? light : detailed).push_back(s);
+    }
+    if (light.empty() || detailed.empty()) continue;
+    seen_light.assign(catalog.size(), 0);
+    for (const Slot* s : light) {
+      for (size_t f = 0; f < s->functions.size(); ++f) seen_light[f] |= s->functions[f].count > 0;
+    }
+    for (Slot* s : detailed) {
+      // Callers are interned before their callees (a window lists callers first): from the
+      // last index down, a folded callee's time has reached its caller before the caller folds.
+      for (size_t f = s->functions.size(); f-- > 0;) {
+        const FunctionSum fn = s->functions[f];
+        const int32_t p = parent[f];
+        if (fn.count == 0 || seen_light[f] || p < 0 || static_cast<size_t>(p) >= f ||
+            catalog[f].kind != format::FunctionKind::kPython) {
+          continue;
+        }
+        FunctionSum folded;
+        folded.self_ns = fn.total_ns;
+        folded.critical_ns = fn.critical_ns;
+        folded.sampling_var = fn.sampling_var;
+        s->functions.Add(static_cast<size_t>(p), folded);
+        s->functions.Clear(f);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void FoldWindow(const format::Window& w, Catalog* catalog, RankData* rank, FoldScratch* scratch) {
+  InternTables(w, catalog, scratch);
+  const std::vector<uint32_t>* fn_index = &scratch->fn_index;
+  const std::vector<uint32_t>* coll_index = &scratch->coll_index;
+  Slot* slot = SlotFor(rank, w.iter_begin);
+  slot->iter_begin = std::min(slot->iter_begin, w.iter_begin);
+  slot->iter_end = std::max(slot->iter_end, std::max(w.iter_end, w.iter_begin));
+  ++slot->windows;
+  slot->detailed_windows += w.detailed;
+  slot->critical_windows += w.critical_path;
+  slot->device_windows += w.critical_path && HasDeviceWork(w);
+  if (w.thread_cpu_ns != 0 || w.run_delay_ns != 0) {
+    ++slot->sched_windows;
+    slot->run_delay_ns += static_cast<double>(w.run_delay_ns);
+  }
+  // A window without iteration marks still covers iter_end - iter_begin iterations; in a job
+  // whose iterations are never recognized, its duration is one. But once iterations have begun,
+  // a window that made no progress covers none: inside a long iteration, the window where that
+  // iteration ends has the same key and carries its whole duration; after the last one it is
+  // the job's shutdown (final synchronization, barrier), which is no iteration at all.
+  const bool stalled = w.iterations.count == 0 && w.iter_end == w.iter_begin && w.iter_begin > 0;
+  const uint64_t covered = w.iter_end > w.iter_begin ? w.iter_end - w.iter_begin : !stalled;
+  slot->iterations += static_cast<double>(w.iterations.count > 0 ? w.iterations.count : covered);
+  if (w.iterations.count > 0) {
+    slot->iteration_ns += static_cast<double>(w.iterations.total_ns);
+  } else if (covered > 0) {
+    slot->iteration_ns += static_cast<double>(format::WindowLengthNs(w));
+  }
+  AddFunctions(w, *fn_index, slot);
+  AddCollectives(w, *coll_index, slot);
+  rank->iteration_hist.Merge(w.iterations.duration);
+  rank->AddSignals(w);
+  ++rank->windows;
+  while (rank->slots.size() > kMaxSlots) Rekey(rank, rank->shift + 1);
+}
+
+void Align(Dataset* dataset) {
+  int shift = 0;
+  for (const RankData& r : dataset->ranks) shift = std::max(shift, r.shift);
+  std::vector<uint64_t> keys;
+  for (RankData& r : dataset->ranks) {
+    if (r.shift != shift) Rekey(&r, shift);
+    for (const Slot& s : r.slots) keys.push_back(s.key);
+  }
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  // Ranks that ran much longer than the rest still fit the bound: merge the oldest keys.
+  while (keys.size() > 4 * kMaxSlots) {
+    ++shift;
+    for (RankData& r : dataset->ranks) Rekey(&r, shift);
+    for (uint64_t& k : keys) k >>= 1;
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  }
+  dataset->shift = shift;
+  dataset->slot_keys = std::move(keys);
+  HarmonizeModes(dataset);
+  ParallelFor(dataset->ranks.size(), dataset->threads,
+              [&](size_t i, size_t) { EstimateDevice(&dataset->ranks[i]); });
+}
+
+}  // namespace perftracker::analyzer

@@ -1,0 +1,32 @@
+// Stage 2: alignment by iteration number. Every window lands in the slot of its first iteration
+// (iter_begin >> shift); a rank whose slots exceed kMaxSlots doubles the slot width, and before
+// analysis all ranks are brought to the same width so slot k means the same iterations on every
+// rank. Windows end on iteration numbers every rank agrees on, so no clocks are compared.
+#pragma once
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "analyzer/ingest/model.h"
+
+namespace perftracker::analyzer {
+
+// State of one file's FoldWindow calls: the catalog indices of the previous window's functions
+// and collectives, reused while the tables repeat (window after window, they do), so the
+// catalog is asked once per table, not once per window.
+struct FoldScratch {
+  std::vector<uint64_t> fn_ids;
+  std::vector<uint32_t> fn_index;
+  std::vector<std::tuple<uint64_t, format::CollectiveOp, int32_t, uint64_t, std::string>> colls;
+  std::vector<uint32_t> coll_index;
+};
+
+// Folds one decoded window into a rank's slots.
+void FoldWindow(const format::Window& window, Catalog* catalog, RankData* rank,
+                FoldScratch* scratch);
+
+// Brings every rank to the widest slot width and fills dataset->slot_keys.
+void Align(Dataset* dataset);
+
+}  // namespace perftracker::analyzer

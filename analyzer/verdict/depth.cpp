@@ -1,0 +1,147 @@
+// Verdicts at the user's depth. The differential detector flags the frame whose own time
+// deviates, which is often deep inside a library: a checkpoint's cost sits in torch's
+// serialization internals (split over several leaves), a slow loader's wait in a selector. The
+// user wants the frame they can act on. Walking up the call path, an ancestor whose inclusive
+// time deviates at least 80% as much as the flagged frame's still explains the deviation; the
+// verdict names the first such frame in the user's own code (an absolute path: the collector
+// makes site-packages, dist-packages and standard-library files relative), else the highest
+// one, with the call path and the largest deviating parts beneath it. Several flagged leaves of
+// one cause are lifted to the same frame and merge into one candidate with its whole impact.
+#include <algorithm>
+
+#include "analyzer/verdict/report.h"
+#include "analyzer/base/stats.h"
+
+namespace perftracker::analyzer {
+namespace {
+
+constexpr double kExplains = 0.8;
+constexpr int kMaxDepth = 64;
+
+bool IsUserCode(const FunctionInfo& info) { return !info.name.empty() && info.name[0] == '/'; }
+
+bool Liftable(format::FunctionKind k) {
+  return k == format::FunctionKind::kPython || k == format::FunctionKind::kDataLoader;
+}
+
+// Inclusive ns per iteration of `fn` on one rank, over the slots it has among `slots`.
+double InclusivePerIteration(const Frame& f, size_t r, int32_t fn, const std::vector<bool>& slots) {
+  double ns = 0, iterations = 0;
+  for (size_t k = 0; k < f.slots[r].size(); ++k) {
+    const Slot* s = SlotAt(f, r, k);
+    if (s == nullptr || !slots[k]) continue;
+    iterations += s->iterations;
+    if (static_cast<size_t>(fn) < s->functions.size()) {
+      ns += s->functions[static_cast<size_t>(fn)].total_ns;
+    }
+  }
+  return iterations > 0 ? ns / iterations : 0;
+}
+
+struct Sides {
+  std::vector<size_t> culprits, peers;  // rank indices
+  std::vector<bool> slots;              // where the flagged frame ran on the culprits
+};
+
+// Culprits' mean inclusive time per iteration minus the peers' median.
+double Excess(const Frame& f, const Sides& s, int32_t fn, double* value, double* peer) {
+  std::vector<double> c, p;
+  for (const size_t r : s.culprits) c.push_back(InclusivePerIteration(f, r, fn, s.slots));
+  for (const size_t r : s.peers) p.push_back(InclusivePerIteration(f, r, fn, s.slots));
+  double sum = 0;
+  for (const double v : c) sum += v;
+  *value = c.empty() ? 0 : sum / static_cast<double>(c.size());
+  *peer = Median(p);
+  return *value - *peer;
+}
+
+Sides SidesOf(const Frame& f, const Candidate& c) {
+  Sides s;
+  for (const size_t m : (*f.groups)[static_cast<size_t>(c.group)].members) {
+    (OnCandidateRanks(f, c, m) ? s.culprits : s.peers).push_back(m);
+  }
+  s.slots = SlotsWhereRan(f, s.culprits, c.catalog_function);
+  return s;
+}
+
+void Lift(const Frame& f, Candidate* c) {
+  const auto& fns = f.ds->catalog.functions();
+  const int32_t leaf = c->catalog_function;
+  if (IsUserCode(fns[static_cast<size_t>(leaf)])) return;
+  const Sides sides = SidesOf(f, *c);
+  if (sides.culprits.empty() || sides.peers.empty()) return;
+  double value = 0, peer = 0;
+  const double leaf_excess = Excess(f, sides, leaf, &value, &peer);
+  if (leaf_excess <= 0) return;
+  std::vector<int32_t> qualifying;
+  int32_t fn = leaf;
+  for (int depth = 0; depth < kMaxDepth; ++depth) {
+    const FunctionInfo& info = fns[static_cast<size_t>(fn)];
+    if (info.parent_id == 0) break;
+    const int32_t parent = f.ds->catalog.IndexOf(info.parent_id);
+    if (parent < 0 || !Liftable(fns[static_cast<size_t>(parent)].kind)) break;
+    double v = 0, p = 0;
+    if (Excess(f, sides, parent, &v, &p) < kExplains * leaf_excess) break;
+    qualifying.push_back(parent);
+    fn = parent;
+  }
+  if (qualifying.empty()) return;
+  const auto user = std::find_if(qualifying.begin(), qualifying.end(), [&](int32_t a) {
+    return IsUserCode(fns[static_cast<size_t>(a)]);
+  });
+  const int32_t chosen = user != qualifying.end() ? *user : qualifying.back();
+  const double chosen_excess = Excess(f, sides, chosen, &value, &peer);
+
+  // The call path from the outermost recorded frame down to the verdict's.
+  Json path = Json::array();
+  for (int32_t a = chosen, depth = 0; a >= 0 && depth < kMaxDepth; ++depth) {
+    path.insert(path.begin(), fns[static_cast<size_t>(a)].name);
+    a = fns[static_cast<size_t>(a)].parent_id
+            ? f.ds->catalog.IndexOf(fns[static_cast<size_t>(a)].parent_id)
+            : -1;
+  }
+  // Its largest deviating parts: the direct callees, by excess.
+  std::vector<std::pair<double, int32_t>> parts;
+  const uint64_t chosen_id = fns[static_cast<size_t>(chosen)].id;
+  for (size_t i = 0; i < fns.size(); ++i) {
+    if (fns[i].parent_id != chosen_id) continue;
+    double v = 0, p = 0;
+    const double e = Excess(f, sides, static_cast<int32_t>(i), &v, &p);
+    if (e > 0.05 * chosen_excess) parts.push_back({e, static_cast<int32_t>(i)});
+  }
+  std::sort(parts.rbegin(), parts.rend());
+  Json largest = Json::array();
+  for (size_t i = 0; i < std::min<size_t>(parts.size(), 3); ++i) {
+    largest.push_back({{"function", fns[static_cast<size_t>(parts[i].second)].name},
+                       {"excess_s_per_iter", parts[i].first * 1e-9}});
+  }
+
+  c->evidence["flagged_frame"] = fns[static_cast<size_t>(leaf)].name;
+  c->evidence["call_path"] = path;
+  c->evidence["largest_parts"] = largest;
+  c->evidence["inclusive_value"] = value * 1e-9;
+  c->evidence["inclusive_peer_median"] = peer * 1e-9;
+  const double impact = std::max(c->impact_s_per_iter, chosen_excess * 1e-9);
+  if (c->impact_s_per_iter > 0) c->score *= impact / c->impact_s_per_iter;
+  c->impact_s_per_iter = impact;
+  c->function = fns[static_cast<size_t>(chosen)].name;
+  c->kind = std::string(format::KindName(fns[static_cast<size_t>(chosen)].kind));
+  c->catalog_function = chosen;
+}
+
+}  // namespace
+
+void LiftToUserDepth(const Frame& f, std::vector<Candidate>* cands) {
+  for (Candidate& c : *cands) {
+    if (c.source != Source::kDifferential || c.aggregate != Aggregate::kNone ||
+        c.catalog_function < 0 || c.group < 0) {
+      continue;
+    }
+    if (!Liftable(f.ds->catalog.functions()[static_cast<size_t>(c.catalog_function)].kind)) {
+      continue;
+    }
+    Lift(f, &c);
+  }
+}
+
+}  // namespace perftracker::analyzer

@@ -1,0 +1,93 @@
+// Helper processes (a rank's spawned DataLoader workers, compile workers, subprocesses) are
+// not ranks: they record into files of their own and are kept out of the peer comparison. A
+// data-loader verdict is where they explain something: the rank waits for its loader, and its
+// workers show what took the time. The functions its helpers spent most on beyond what the
+// peers' helpers spent on the same functions become the candidate's evidence.
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "analyzer/verdict/report.h"
+#include "analyzer/base/stats.h"
+
+namespace perftracker::analyzer {
+namespace {
+
+struct HelperTime {
+  int processes = 0;
+  double self_s = 0;                        // all functions of all its helpers
+  std::map<int32_t, double> by_function_s;  // catalog index -> self seconds
+};
+
+std::map<int, HelperTime> TimeByRank(const Dataset& ds) {
+  std::map<int, HelperTime> out;
+  for (const RankData& h : ds.helpers) {
+    HelperTime& t = out[h.rank()];
+    ++t.processes;
+    for (const Slot& s : h.slots) {
+      for (size_t i = 0; i < s.functions.size(); ++i) {
+        const double self_s = s.functions[i].self_ns * 1e-9;
+        if (self_s <= 0) continue;
+        t.self_s += self_s;
+        t.by_function_s[static_cast<int32_t>(i)] += self_s;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void AttachHelperEvidence(const Dataset& ds, std::vector<Candidate>* candidates) {
+  if (ds.helpers.empty()) return;
+  const std::map<int, HelperTime> by_rank = TimeByRank(ds);
+  const auto& functions = ds.catalog.functions();
+  for (Candidate& c : *candidates) {
+    if (c.category != "dataloader") continue;
+    const auto culprit = [&](int r) {
+      return std::find(c.rank_set.begin(), c.rank_set.end(), r) != c.rank_set.end();
+    };
+    std::vector<const HelperTime*> peers;
+    for (const auto& [r, t] : by_rank) {
+      if (!culprit(r)) peers.push_back(&t);
+    }
+    // A peer's helpers, for one function: what the culprit's are compared with. Idle loops
+    // (a worker waiting for indices, a resource tracker) cost every rank's helpers alike; what
+    // a culprit's helpers spend beyond their peers' is what made it wait.
+    const auto peer_median = [&](int32_t fn) {
+      std::vector<double> v;
+      for (const HelperTime* p : peers) {
+        const auto it = p->by_function_s.find(fn);
+        v.push_back(it == p->by_function_s.end() ? 0.0 : it->second);
+      }
+      return Median(v);
+    };
+    Json ranks = Json::array();
+    for (const int r : c.rank_set) {
+      const auto it = by_rank.find(r);
+      if (it == by_rank.end()) continue;
+      std::vector<std::tuple<double, int32_t, double>> excess;  // (beyond peers, fn, peers')
+      for (const auto& [fn, s] : it->second.by_function_s) {
+        const double peer = peer_median(fn);
+        excess.push_back({s - peer, fn, peer});
+      }
+      std::sort(excess.rbegin(), excess.rend());
+      Json busiest = Json::array();
+      for (size_t i = 0; i < std::min<size_t>(excess.size(), 3); ++i) {
+        const auto& [beyond, fn, peer] = excess[i];
+        if (beyond <= 0) break;
+        busiest.push_back({{"function", functions[static_cast<size_t>(fn)].name},
+                           {"self_s", beyond + peer},
+                           {"peer_median_s", peer}});
+      }
+      ranks.push_back({{"rank", r},
+                       {"processes", it->second.processes},
+                       {"self_s", it->second.self_s},
+                       {"busiest", busiest}});
+    }
+    if (ranks.empty()) continue;
+    c.evidence["helpers"] = {{"ranks", ranks}, {"peers_with_helpers", peers.size()}};
+  }
+}
+
+}  // namespace perftracker::analyzer

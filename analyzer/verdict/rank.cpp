@@ -1,0 +1,445 @@
+// Stage 5: from findings to candidates. Classify each finding, keep the culprit rather than its
+// victims (arrival order), prefer the one function that explains a kind's excess over the kind's
+// sum (or the sum over its many small parts), merge what different detectors or ranks say about
+// the same thing, and order by score = time lost per iteration / iteration x persistence.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "analyzer/verdict/report.h"
+
+namespace perftracker::analyzer {
+
+double Score(double lost_ns, double step_ns, double windows_seen, double windows_total) {
+  const double persistence = windows_total > 0 ? windows_seen / windows_total : 1;
+  return step_ns > 0 ? std::max(0.0, lost_ns) / step_ns * persistence : 0;
+}
+
+namespace {
+
+using format::FunctionKind;
+
+std::string_view SourceName(Source s) {
+  switch (s) {
+    case Source::kDifferential:
+      return "differential";
+    case Source::kExpectedRange:
+      return "expected_range";
+    case Source::kTemporal:
+      return "temporal";
+    case Source::kArrival:
+      return "arrival_order";
+    case Source::kLink:
+      return "link_matrix";
+    case Source::kHang:
+      return "live_slots";
+    case Source::kBandwidth:
+      return "bus_bandwidth";
+  }
+  return "";
+}
+
+// The signal a verdict rests on, as the evidence says it ("decided_by"): what a GPU or link
+// verdict needs is device time, never host time stretched by a busy scheduler.
+// Other detectors rest on one signal each, their own.
+std::string_view DecidedBy(const Finding& x, const std::string& kind) {
+  if (x.source == Source::kDifferential) {
+    const bool device =
+        kind == "kernel" || kind == "memcpy" || kind == "memset" || kind == "collective";
+    return device ? "device_time" : "host_time";
+  }
+  if (x.source == Source::kExpectedRange && x.extra.contains("beta")) {
+    return "critical_path_share";
+  }
+  return SourceName(x.source);
+}
+
+std::string KindOf(const Frame& f, const Finding& x) {
+  switch (x.aggregate) {
+    case Aggregate::kKernels:
+      return "kernel";
+    case Aggregate::kPython:
+      return "python";
+    case Aggregate::kCudaApi:
+      return "cuda_api";
+    case Aggregate::kMemcpy:
+      return "memcpy";
+    case Aggregate::kCollectives:
+      return "collective";
+    case Aggregate::kNone:
+      break;
+  }
+  if (x.function >= 0) {
+    return std::string(
+        format::KindName(f.ds->catalog.functions()[static_cast<size_t>(x.function)].kind));
+  }
+  return "collective";
+}
+
+std::string CategoryAllRanks(const std::string& kind) {
+  if (kind == "dataloader" || kind == "gc") return kind;
+  if (kind == "kernel") return "gpu_compute";
+  if (kind == "collective") return "communication_link";
+  return "software_all_ranks";
+}
+
+std::string CategorySubset(const std::string& kind, bool aggregate) {
+  if (kind == "kernel") return "gpu_compute";
+  if (kind == "memcpy" || kind == "memset" || kind == "alloc") return "gpu_memory";
+  if (kind == "collective") return "communication_link";
+  if (kind == "dataloader" || kind == "gc") return kind;
+  if (kind == "python") return aggregate ? "host_cpu" : "python";
+  return "host_cpu";  // CUDA API, syncs, unknown host work
+}
+
+// A Python function called (directly or deeper) by the data loader or the garbage collector is
+// a part of it: a slow collate function is a slow data loader, whichever frame holds the time.
+std::string EnclosingCategory(const Frame& f, const Finding& x) {
+  if (x.function < 0 || x.aggregate != Aggregate::kNone) return "";
+  const auto& fns = f.ds->catalog.functions();
+  int32_t fn = x.function;
+  for (int depth = 0; fn >= 0 && depth < 64; ++depth) {
+    const FunctionInfo& info = fns[static_cast<size_t>(fn)];
+    if (info.kind == FunctionKind::kDataLoader) return "dataloader";
+    if (info.kind == FunctionKind::kGc) return "gc";
+    if (info.kind != FunctionKind::kPython || info.parent_id == 0) break;
+    fn = f.ds->catalog.IndexOf(info.parent_id);
+  }
+  return "";
+}
+
+bool AllOfGroup(const Frame& f, const Finding& x) {
+  if (x.group < 0) return false;
+  const size_t n = (*f.groups)[static_cast<size_t>(x.group)].members.size();
+  return n >= 2 && x.ranks.size() * 4 >= n * 3;
+}
+
+Candidate ToCandidate(const Frame& f, const Finding& x) {
+  Candidate c;
+  c.rank_set = x.ranks;
+  c.kind = KindOf(f, x);
+  if (x.aggregate != Aggregate::kNone)
+    c.function = std::string(AggregateName(x.aggregate));
+  else if (x.function >= 0)
+    c.function = f.ds->catalog.functions()[static_cast<size_t>(x.function)].name;
+  else
+    c.function = x.label;
+  const bool all =
+      x.source == Source::kExpectedRange || x.source == Source::kTemporal || AllOfGroup(f, x);
+  c.category = x.source == Source::kLink        ? "communication_link"
+               : x.source == Source::kBandwidth ? "communication_fabric"
+               : all                            ? CategoryAllRanks(c.kind)
+                                         : CategorySubset(c.kind, x.aggregate != Aggregate::kNone);
+  if (x.source == Source::kArrival) c.category = "host_cpu";
+  if (const std::string enclosing = EnclosingCategory(f, x); !enclosing.empty()) {
+    c.category = enclosing;
+  }
+  c.impact_s_per_iter = std::max(0.0, x.excess_ns) * 1e-9;
+  c.score = Score(x.excess_ns, x.iteration_ns, x.windows_seen, x.windows_total);
+  c.source = x.source;
+  c.catalog_function = x.function;
+  c.aggregate = x.aggregate;
+  c.group = x.group;
+  const bool per_byte = x.source == Source::kLink;
+  const bool gbps = x.source == Source::kBandwidth;
+  Json e = {{"source", SourceName(x.source)},
+            {"peer_median", per_byte || gbps ? x.peer_median_ns : x.peer_median_ns * 1e-9},
+            {"value", per_byte || gbps ? x.value_ns : x.value_ns * 1e-9},
+            {"deviation", x.deviation},
+            {"windows_seen", x.windows_seen},
+            {"windows_total", x.windows_total},
+            {"unit", per_byte ? "ns/byte" : gbps ? "GB/s" : "s/iter"},
+            {"iteration_s", x.iteration_ns * 1e-9}};
+  if (x.group >= 0) e["peer_group"] = (*f.groups)[static_cast<size_t>(x.group)].label;
+  e["decided_by"] = DecidedBy(x, c.kind);
+  e.update(x.extra);
+  c.evidence = std::move(e);
+  return c;
+}
+
+}  // namespace
+
+bool OnCandidateRanks(const Frame& f, const Candidate& c, size_t rank_index) {
+  const int rank = f.ds->ranks[rank_index].rank();
+  return std::find(c.rank_set.begin(), c.rank_set.end(), rank) != c.rank_set.end();
+}
+
+namespace {
+
+bool Waits(const std::string& kind) { return kind == "collective" || kind == "sync"; }
+
+// The ranks that hold their group back: those that arrive late at collectives (C4), and those
+// whose own work (not their waiting) is slower than their peers'.
+std::map<int, std::set<int>> Stragglers(const Frame& f, const std::vector<Finding>& findings) {
+  std::map<int, std::set<int>> out;
+  const auto& fns = f.ds->catalog.functions();
+  for (const Finding& x : findings) {
+    const bool own_work =
+        x.source == Source::kDifferential &&
+        (x.function < 0 ||
+         !Waits(std::string(format::KindName(fns[static_cast<size_t>(x.function)].kind))));
+    if (x.source == Source::kArrival || own_work) {
+      out[x.group].insert(x.ranks.begin(), x.ranks.end());
+    }
+  }
+  return out;
+}
+
+// Arrival order: findings on a straggler carry its arrival evidence; an arrival finding that
+// some candidate on the same rank explains is folded into that candidate.
+void ApplyArrival(const std::vector<Finding>& findings, std::vector<Candidate>* cands) {
+  for (const Finding& a : findings) {
+    if (a.source != Source::kArrival) continue;
+    bool explained = false;
+    for (Candidate& c : *cands) {
+      if (c.source == Source::kArrival || c.source == Source::kLink) continue;
+      if (c.group != a.group || c.rank_set != a.ranks) continue;
+      c.evidence["arrival"] = {{"delay_s", a.value_ns * 1e-9},
+                               {"z", a.deviation},
+                               {"last_to_arrive_share", a.extra["last_to_arrive_share"]},
+                               {"peers_wait_s_per_iter", a.extra["peers_wait_s_per_iter"]}};
+      c.evidence["culprit"] = true;
+      explained = true;
+    }
+    if (explained) {
+      std::erase_if(*cands, [&](const Candidate& c) {
+        return c.source == Source::kArrival && c.rank_set == a.ranks && c.group == a.group;
+      });
+    }
+  }
+}
+
+// Whether a trend of the whole group is the stragglers' delay passed on: the group's waiting
+// grew (syncs, collectives: the stragglers' own host waits for their slow device too), or the
+// function grew on the others and not on the stragglers (a CPU job's backward, inside which
+// DDP waits for the rank that is late).
+bool PassedOn(const Frame& f, const Candidate& c, const std::set<int>& stragglers) {
+  const PeerGroup& g = (*f.groups)[static_cast<size_t>(c.group)];
+  if (c.source != Source::kTemporal || stragglers.size() >= g.members.size()) return false;
+  if (Waits(c.kind)) return true;
+  const double growth = c.evidence.value("value", 0.0) - c.evidence.value("peer_median", 0.0);
+  if (growth <= 0) return false;
+  for (const size_t m : g.members) {
+    if (stragglers.count(f.ds->ranks[m].rank()) == 0) continue;
+    if (RankChange(f, m, c.catalog_function, c.aggregate) * 1e-9 >= 0.5 * growth) return false;
+  }
+  return true;
+}
+
+// Victims: communication-time findings in a group whose straggler is someone else, and trends
+// of the whole group that are its delay passed on.
+void DemoteVictims(const Frame& f, const std::vector<Finding>& findings,
+                   std::vector<Candidate>* cands) {
+  const auto stragglers = Stragglers(f, findings);
+  for (Candidate& c : *cands) {
+    const auto it = stragglers.find(c.group);
+    if (it == stragglers.end() || c.source == Source::kArrival) continue;
+    const bool on_straggler = std::any_of(c.rank_set.begin(), c.rank_set.end(),
+                                          [&](int r) { return it->second.count(r) > 0; });
+    const bool waits = Waits(c.kind) || c.source == Source::kTemporal;
+    if ((!on_straggler && waits) || PassedOn(f, c, it->second)) {
+      c.score *= 0.1;
+      c.evidence["likely_victim_of"] = std::vector<int>(it->second.begin(), it->second.end());
+    }
+  }
+}
+
+// Collectives absorb every wait: when the whole group's collectives grew while something else
+// grew too, the collectives are the victims of that something.
+void DemoteCommunicationGrowth(std::vector<Candidate>* cands) {
+  for (Candidate& c : *cands) {
+    if (c.source != Source::kTemporal || c.kind != "collective") continue;
+    const auto cause = std::find_if(cands->begin(), cands->end(), [&](const Candidate& o) {
+      return o.group == c.group && o.kind != "collective" && o.source != Source::kArrival &&
+             o.score > 0.2 * c.score;
+    });
+    if (cause == cands->end()) continue;
+    c.score *= 0.1;
+    c.evidence["likely_victim_of"] = cause->function;
+  }
+}
+
+Aggregate AggregateClass(const Frame& f, int32_t fn) {
+  if (fn < 0) return Aggregate::kNone;
+  return AggregateOf(f.ds->catalog.functions()[static_cast<size_t>(fn)]);
+}
+
+double Relative(const Candidate& c) {
+  const double peer = c.evidence.value("peer_median", 0.0);
+  return peer > 0 ? c.evidence.value("value", 0.0) / peer - 1 : 1e9;
+}
+
+bool SamePart(const Frame& f, const Candidate& a, const Candidate& s) {
+  return s.source == a.source && s.rank_set == a.rank_set && s.group == a.group &&
+         AggregateClass(f, s.catalog_function) == a.aggregate;
+}
+
+// A kind's sum against its parts. One function stands for the kind when it explains nearly all
+// of the excess, or most of it while deviating far more than the kind does (one bad kernel);
+// otherwise the slowdown is spread (a throttled GPU slows every kernel alike) and the sum
+// stands for its parts, which become its evidence.
+void FoldAggregates(const Frame& f, std::vector<Candidate>* cands) {
+  std::vector<bool> drop(cands->size());
+  for (size_t i = 0; i < cands->size(); ++i) {
+    Candidate& a = (*cands)[i];
+    if (a.aggregate == Aggregate::kNone || a.source != Source::kDifferential) continue;
+    size_t best = cands->size();
+    for (size_t j = 0; j < cands->size(); ++j) {
+      if (SamePart(f, a, (*cands)[j]) &&
+          (best == cands->size() ||
+           (*cands)[j].impact_s_per_iter > (*cands)[best].impact_s_per_iter)) {
+        best = j;
+      }
+    }
+    const double share = best < cands->size() ? (*cands)[best].impact_s_per_iter /
+                                                    std::max(1e-12, a.impact_s_per_iter)
+                                              : 0;
+    const bool specific =
+        share >= 0.9 || (share >= 0.5 && Relative((*cands)[best]) > 2 * Relative(a));
+    for (size_t j = 0; j < cands->size(); ++j) {
+      if (SamePart(f, a, (*cands)[j]) && !(specific && j == best)) drop[j] = true;
+    }
+    if (specific) {
+      (*cands)[best].evidence["kind_excess_s_per_iter"] = a.impact_s_per_iter;
+      drop[i] = true;
+    }
+  }
+  std::vector<Candidate> kept;
+  for (size_t i = 0; i < cands->size(); ++i) {
+    if (!drop[i]) kept.push_back(std::move((*cands)[i]));
+  }
+  *cands = std::move(kept);
+}
+
+// Whether a candidate speaks of the whole group (against an expected range, or a trend of the
+// median rank) or of the ranks that deviate from their peers.
+bool WholeGroup(const Candidate& c) {
+  return c.source == Source::kExpectedRange || c.source == Source::kTemporal ||
+         c.source == Source::kBandwidth;
+}
+
+// Iterations two spans lists ([[begin, end), ...]) have in common.
+uint64_t Overlap(const Json& a, const Json& b) {
+  uint64_t common = 0;
+  for (const Json& x : a) {
+    for (const Json& y : b) {
+      const uint64_t lo = std::max(x[0].get<uint64_t>(), y[0].get<uint64_t>());
+      const uint64_t hi = std::min(x[1].get<uint64_t>(), y[1].get<uint64_t>());
+      if (hi > lo) common += hi - lo;
+    }
+  }
+  return common;
+}
+
+uint64_t Length(const Json& spans) {
+  uint64_t n = 0;
+  for (const Json& x : spans) n += x[1].get<uint64_t>() - x[0].get<uint64_t>();
+  return n;
+}
+
+// The same fault on other ranks (`c`) joins `into`, with each rank's iterations. Ranks slow at
+// the same time pace the job together (the slowest sets the step); a fault that moved from rank
+// to rank cost the job in each rank's turn, so its windows and score add up.
+void MergeRanksInTime(const Candidate& c, Candidate* into) {
+  Json& e = into->evidence;
+  if (!e.contains("iterations") || !c.evidence.contains("iterations")) return;
+  if (!e.contains("iterations_by_rank")) {
+    for (const int r : into->rank_set) {
+      e["iterations_by_rank"].push_back({{"rank", r}, {"iterations", e["iterations"]}});
+    }
+  }
+  const Json& theirs = c.evidence["iterations"];
+  for (const int r : c.rank_set) {
+    e["iterations_by_rank"].push_back({{"rank", r}, {"iterations", theirs}});
+  }
+  const uint64_t shorter = std::min(Length(e["iterations"]), Length(theirs));
+  if (shorter == 0 || 4 * Overlap(e["iterations"], theirs) > shorter) return;
+  into->score += c.score;
+  e["windows_seen"] = e.value("windows_seen", 0) + c.evidence.value("windows_seen", 0);
+  Json all = e["iterations"];
+  for (const Json& x : theirs) all.push_back(x);
+  std::sort(all.begin(), all.end());
+  e["iterations"] = all;
+}
+
+// Same thing said twice: by several detectors, or about several ranks (union of rank sets), or
+// host CPU seen in both the Python and CUDA API sums. A whole-group finding and a finding on
+// some ranks stay apart even on one function: the data loader may be slow everywhere and much
+// slower on one rank.
+void MergeDuplicates(std::vector<Candidate>* cands) {
+  std::sort(cands->begin(), cands->end(),
+            [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
+  std::vector<Candidate> out;
+  for (Candidate& c : *cands) {
+    auto same = std::find_if(out.begin(), out.end(), [&](const Candidate& o) {
+      const bool same_thing = o.function == c.function && o.category == c.category &&
+                              o.group == c.group && WholeGroup(o) == WholeGroup(c);
+      const bool host = o.category == "host_cpu" && c.category == "host_cpu" &&
+                        o.rank_set == c.rank_set && o.group == c.group;
+      return same_thing || host;
+    });
+    if (same == out.end()) {
+      out.push_back(std::move(c));
+      continue;
+    }
+    if (same->rank_set != c.rank_set) MergeRanksInTime(c, &*same);
+    std::set<int> ranks(same->rank_set.begin(), same->rank_set.end());
+    ranks.insert(c.rank_set.begin(), c.rank_set.end());
+    same->rank_set.assign(ranks.begin(), ranks.end());
+    same->evidence["also"].push_back({{"function", c.function},
+                                      {"source", c.evidence["source"]},
+                                      {"impact_s_per_iter", c.impact_s_per_iter}});
+  }
+  *cands = std::move(out);
+}
+
+Candidate HangCandidate(const Hang& h, double iteration_s) {
+  Candidate c;
+  c.rank_set = h.communication ? h.ranks_arrived : h.ranks_missing;
+  c.function = h.collective;
+  c.kind = "collective";
+  c.category = "hang";
+  c.score = 1000 + h.stuck_s;
+  c.source = Source::kHang;
+  c.evidence = {{"source", "live_slots"},
+                {"peer_median", iteration_s},
+                {"value", h.stuck_s},
+                {"deviation", iteration_s > 0 ? h.stuck_s / iteration_s : 0},
+                {"windows_seen", 0},
+                {"windows_total", 0},
+                {"unit", "s stuck"},
+                {"ranks_arrived", h.ranks_arrived},
+                {"ranks_missing", h.ranks_missing},
+                {"hang", h.communication ? "communication" : "non_communication"},
+                {"sequence", h.sequence},
+                {"ranks_exited_normally", h.ranks_exited_normally},
+                {"ranks_sigterm", h.ranks_sigterm},
+                {"ranks_vanished", h.ranks_vanished}};
+  return c;
+}
+
+}  // namespace
+
+std::vector<Candidate> RankCandidates(const Frame& f, const std::vector<Finding>& findings,
+                                      const std::vector<Hang>& hangs, double iteration_s) {
+  std::vector<Candidate> cands;
+  for (const Finding& x : findings) cands.push_back(ToCandidate(f, x));
+  ApplyArrival(findings, &cands);
+  DemoteVictims(f, findings, &cands);
+  DemoteCommunicationGrowth(&cands);
+  FoldAggregates(f, &cands);
+  LiftToUserDepth(f, &cands);
+  AttachRunQueue(f, &cands);
+  MergeDuplicates(&cands);
+  ChargeCriticalPath(f, &cands);
+  std::erase_if(cands, [&](const Candidate& c) { return c.score < f.th.min_score; });
+  for (const Hang& h : hangs) cands.push_back(HangCandidate(h, iteration_s));
+  std::stable_sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.score != b.score) return a.score > b.score;
+    return a.function != b.function ? a.function < b.function : a.rank_set < b.rank_set;
+  });
+  return cands;
+}
+
+}  // namespace perftracker::analyzer
