@@ -78,6 +78,27 @@ bool ParseOptions(std::span<const std::string> args, Options* o, std::string* er
   return error->empty();
 }
 
+// The step as the program measures it: the median over the rank's slots of their mean
+// iteration, leaving out the one that starts at iteration 0 (imports, compilation, the first
+// allocations and autotuning take seconds there) when later ones exist. A median over slots,
+// not a mean over iterations: one checkpoint or evaluation window does not move it either.
+double SteadyIteration(const RankData& r) {
+  std::vector<double> means;
+  uint64_t first = UINT64_MAX;
+  for (const Slot& s : r.slots) {
+    if (s.iterations > 0) first = std::min(first, s.iter_begin);
+  }
+  for (const Slot& s : r.slots) {
+    if (s.iterations > 0 && s.iter_begin != first) means.push_back(s.MeanIterationNs());
+  }
+  if (means.empty()) {
+    for (const Slot& s : r.slots) {
+      if (s.iterations > 0) means.push_back(s.MeanIterationNs());
+    }
+  }
+  return Median(means);
+}
+
 std::vector<RankIterations> IterationStats(const Dataset& ds) {
   std::vector<RankIterations> out;
   for (const RankData& r : ds.ranks) {
@@ -87,6 +108,7 @@ std::vector<RankIterations> IterationStats(const Dataset& ds) {
     for (const Slot& s : r.slots) total += s.iteration_ns, n += s.iterations;
     it.count = static_cast<uint64_t>(n);
     it.mean_s = n > 0 ? total / n * 1e-9 : 0;
+    it.steady_s = SteadyIteration(r) * 1e-9;
     it.p50_s = static_cast<double>(r.iteration_hist.Quantile(0.5)) * 1e-9;
     it.p99_s = static_cast<double>(r.iteration_hist.Quantile(0.99)) * 1e-9;
     it.min_s = static_cast<double>(r.iteration_hist.Quantile(0)) * 1e-9;
@@ -200,7 +222,7 @@ Report Analyze(std::unique_ptr<Dataset> dataset, const Thresholds& thresholds) {
   rep.iterations = IterationStats(ds);
   std::vector<double> means;
   for (const RankIterations& it : rep.iterations) {
-    if (it.count > 0) means.push_back(it.mean_s);
+    if (it.count > 0) means.push_back(it.steady_s);
   }
   rep.median_iteration_s = Median(means);
   const Frame frame = MakeFrame(ds, rep.groups, thresholds);

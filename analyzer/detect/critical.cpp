@@ -6,10 +6,14 @@
 //
 // beta of a function counts its whole subtree's critical time (a routine's time may sit in the
 // library calls it makes). The collector charges only host time during which the device had
-// nothing queued (preload/core/critical_path.h), so framework entry points that merely contain
-// device work (forward, backward, step) are not charged for it. Without a device (CPU
-// training) the framework's own frames are the device: their time is compute, not overhead,
-// and is left out; the user's code and other libraries' is what the range judges.
+// nothing queued (preload/core/critical_path.h). The framework's own frames are left out, with
+// a device or without: without one (CPU training) their time is the compute itself; with one,
+// the entry points (backward, DDP's forward, the optimizer's step) hold the device's work and
+// the waits for it -- autograd's threads launching, a gloo all-reduce on the host -- which is
+// the device's time or the communication's, never overhead of theirs. The user's code and other
+// libraries' is what the range judges. The loop itself (the module body or function that holds
+// the step loop, detect.h LoopFrames) holds everything: it is never flagged, nor named for a
+// frame beneath it.
 //
 // Of nested flagged functions the deepest that explain their caller are kept (a function whose
 // flagged callees hold >= 80% of its beta is only their container); a library frame is then
@@ -37,12 +41,13 @@ std::vector<double> SubtreeCritical(const Frame& f, const Slot& s,
                                     const std::vector<int32_t>& parent) {
   if (s.critical_windows == 0 || s.critical_windows < s.windows || s.iterations <= 0) return {};
   const auto& fns = f.ds->catalog.functions();
-  const bool device = s.device_windows > 0;
   std::vector<double> sub(s.functions.size(), 0);
   for (size_t i = s.functions.size(); i-- > 0;) {
     const FunctionInfo& info = fns[i];
     if (info.kind != FunctionKind::kPython) continue;
-    if (device || !Framework(info.name)) sub[i] += s.functions[i].critical_ns / s.iterations;
+    if (!Framework(info.name) && !IsLoopFrame(f, static_cast<int32_t>(i))) {
+      sub[i] += s.functions[i].critical_ns / s.iterations;
+    }
     const int32_t p = parent[i];
     if (p >= 0 && static_cast<size_t>(p) < i &&
         fns[static_cast<size_t>(p)].kind == FunctionKind::kPython) {
@@ -121,7 +126,9 @@ std::vector<Finding> DetectCriticalPath(const Frame& f) {
       const double iter = Median(iters);
       if (iter <= 0) continue;
       for (size_t fn = 0; fn < fns.size(); ++fn) {
-        if (fns[fn].kind != FunctionKind::kPython) continue;
+        if (fns[fn].kind != FunctionKind::kPython || IsLoopFrame(f, static_cast<int32_t>(fn))) {
+          continue;
+        }
         std::vector<double> v;
         for (const auto& [m, sub] : subs) v.push_back(fn < sub.size() ? sub[fn] : 0);
         const double med = MedianOf(v);
@@ -152,7 +159,7 @@ std::vector<Finding> DetectCriticalPath(const Frame& f) {
       for (int32_t a = parent[fn], depth = 0;
            a >= 0 && depth < 64 && !UserCode(fns[static_cast<size_t>(named)].name);
            a = parent[static_cast<size_t>(a)], ++depth) {
-        if (fns[static_cast<size_t>(a)].kind != FunctionKind::kPython) break;
+        if (fns[static_cast<size_t>(a)].kind != FunctionKind::kPython || IsLoopFrame(f, a)) break;
         if (UserCode(fns[static_cast<size_t>(a)].name)) {
           const Acc& up = acc[static_cast<size_t>(a)];
           if (up.seen > 0 && acc[fn].share / acc[fn].seen >= kExplains * up.share / up.seen) {

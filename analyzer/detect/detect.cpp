@@ -28,12 +28,6 @@ double FunctionNs(const FunctionInfo& info, const FunctionSum& sum) {
   }
 }
 
-// Device times come from timing events or CUPTI, not from the host duration's sample.
-bool HostTimed(const FunctionInfo& info) {
-  return info.kind != FunctionKind::kKernel && info.kind != FunctionKind::kMemcpy &&
-         info.kind != FunctionKind::kMemset;
-}
-
 double PerIteration2(const Slot& s, double v) {
   return s.iterations > 0 ? v / (s.iterations * s.iterations) : 0;
 }
@@ -54,15 +48,18 @@ std::vector<Aggregate> SummedIn(const Catalog& catalog) {
 }
 
 std::array<double, 6> Aggregates(const Dataset& ds, const std::vector<Aggregate>& summed_in,
-                                 const Slot& s, std::array<double, 6>* vars) {
+                                 const Slot& s, std::array<double, 6>* vars,
+                                 double* host_critical) {
   std::array<double, 6> a{};
   *vars = {};
+  double critical = 0;
   const auto& fns = ds.catalog.functions();
   for (size_t i = 0; i < s.functions.size(); ++i) {
+    critical += s.functions[i].critical_ns;
     const Aggregate g = summed_in[i];
     if (g == Aggregate::kNone) continue;
     a[static_cast<size_t>(g)] += FunctionNs(fns[i], s.functions[i]);
-    if (HostTimed(fns[i])) (*vars)[static_cast<size_t>(g)] += s.functions[i].sampling_var;
+    (*vars)[static_cast<size_t>(g)] += s.functions[i].sampling_var;
   }
   for (double& v : *vars) v = PerIteration2(s, v);
   const auto& colls = ds.catalog.collectives();
@@ -72,6 +69,8 @@ std::array<double, 6> Aggregates(const Dataset& ds, const std::vector<Aggregate>
     a[static_cast<size_t>(Aggregate::kCollectives)] += c.device_ns * c.count / c.device_samples;
   }
   for (double& v : a) v = PerIteration(s, v);
+  const bool known = s.windows > 0 && s.critical_windows >= s.windows && s.device_windows > 0;
+  *host_critical = known ? PerIteration(s, critical) : -1;
   return a;
 }
 
@@ -326,14 +325,20 @@ bool SyncOnEveryIteration(const Frame& f, const PeerGroup& g, size_t k, size_t f
 }
 
 // What a blocking function costs the host per iteration: for the data loader and the collector
-// everything they call (a slow collate or dataset is a slow data loader), for a sync its own wait.
+// everything they call (a slow collate or dataset is a slow data loader). A sync waits for the
+// device, which was busy all the while: it costs only the idle it leaves behind, while the host
+// prepares what comes next -- at most the host's time on the critical path (the device had
+// nothing queued). Where the rank's device timeline is unknown, its wait proves nothing lost.
 double BlockingValue(const Frame& f, size_t r, size_t k, size_t fn) {
   const Slot* s = SlotAt(f, r, k);
   if (!s || fn >= s->functions.size()) return 0;
   const FunctionKind kind = f.ds->catalog.functions()[fn].kind;
-  const FunctionSum& sum = s->functions[fn];
+  const FunctionSum sum = s->functions[fn];
   const bool inclusive = kind == FunctionKind::kDataLoader || kind == FunctionKind::kGc;
-  return PerIteration(*s, inclusive ? std::max(sum.total_ns, sum.self_ns) : sum.self_ns);
+  const double value =
+      PerIteration(*s, inclusive ? std::max(sum.total_ns, sum.self_ns) : sum.self_ns);
+  if (kind != FunctionKind::kSync) return value;
+  return std::min(value, std::max(0.0, f.host_critical[r][k]));
 }
 
 }  // namespace
@@ -404,8 +409,9 @@ double MetricSamplingVar(const Frame& f, size_t r, size_t k, int32_t fn, Aggrega
   const Slot* s = SlotAt(f, r, k);
   if (!s || fn < 0 || static_cast<size_t>(fn) >= s->functions.size()) return 0;
   const auto i = static_cast<size_t>(fn);
-  return HostTimed(f.ds->catalog.functions()[i]) ? PerIteration2(*s, s->functions[i].sampling_var)
-                                                 : 0;
+  // Host time: of timing a sample of the calls; device time: of pricing calls from other
+  // slots' samples (align.cpp EstimateDevice).
+  return PerIteration2(*s, s->functions[i].sampling_var);
 }
 
 double MetricValue(const Frame& f, size_t r, size_t k, int32_t fn, Aggregate agg) {
@@ -416,10 +422,34 @@ double MetricValue(const Frame& f, size_t r, size_t k, int32_t fn, Aggregate agg
   return PerIteration(*s, FunctionNs(f.ds->catalog.functions()[i], s->functions[i]));
 }
 
+std::vector<bool> LoopFrames(const Dataset& ds) {
+  const auto& fns = ds.catalog.functions();
+  std::vector<int> open(fns.size(), 0), returned(fns.size(), 0);
+  // The loop is the program's, the same on every rank: a spread of ranks is enough, and keeps
+  // this off the cost of 16,384-rank jobs.
+  constexpr size_t kRanksLooked = 64;
+  const size_t step = std::max<size_t>(1, ds.ranks.size() / kRanksLooked);
+  for (size_t ri = 0; ri < ds.ranks.size(); ri += step) {
+    for (const Slot& s : ds.ranks[ri].slots) {
+      if (s.iterations <= 0) continue;
+      for (size_t i = 0; i < fns.size() && i < s.functions.size(); ++i) {
+        if (fns[i].kind != FunctionKind::kPython) continue;
+        const FunctionSum sum = s.functions[i];
+        if (sum.total_ns <= 0) continue;
+        ++(sum.count > 0 ? returned : open)[i];
+      }
+    }
+  }
+  std::vector<bool> loop(fns.size(), false);
+  for (size_t i = 0; i < fns.size(); ++i) loop[i] = open[i] > returned[i];
+  return loop;
+}
+
 Frame MakeFrame(const Dataset& ds, const std::vector<PeerGroup>& groups, const Thresholds& th) {
-  Frame f{&ds, &groups, th, {}, {}, {}, SummedIn(ds.catalog), ds.threads};
+  Frame f{&ds, &groups, th, {}, {}, {}, SummedIn(ds.catalog), ds.threads, {}, LoopFrames(ds)};
   const size_t n = ds.ranks.size();
   f.slots.resize(n), f.aggregates.resize(n), f.aggregate_vars.resize(n);
+  f.host_critical.resize(n);
   ParallelFor(n, ds.threads, [&](size_t i, size_t) {
     const RankData& r = ds.ranks[i];
     std::vector<const Slot*>& slots = f.slots[i];
@@ -431,8 +461,11 @@ Frame MakeFrame(const Dataset& ds, const std::vector<PeerGroup>& groups, const T
       if (s != nullptr && s->iterations <= 0) s = nullptr;
       slots.push_back(s);
       std::array<double, 6> var{};
-      aggs.push_back(s ? Aggregates(ds, f.summed_in, *s, &var) : std::array<double, 6>{});
+      double critical = -1;
+      aggs.push_back(s ? Aggregates(ds, f.summed_in, *s, &var, &critical)
+                       : std::array<double, 6>{});
       vars.push_back(var);
+      f.host_critical[i].push_back(critical);
     }
   });
   return f;

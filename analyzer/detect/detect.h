@@ -109,7 +109,21 @@ struct Frame {
   // API function and again under its call site (a child of it): only the API function counts.
   std::vector<Aggregate> summed_in;
   int threads = 1;  // for the per-function work (Dataset::threads)
+  // [rank index][slot index]: the host's time on the critical path, ns per iteration (the
+  // device had nothing queued); < 0 where the slot has no device timeline.
+  std::vector<std::vector<double>> host_critical;
+  // Per catalog function: the training loop itself (LoopFrames), never a candidate.
+  std::vector<bool> loop;
 };
+
+// Python frames that enclose iteration boundaries: a script's module body, `main`, the function
+// holding the step loop. They are open across windows (the collector reports them in slices:
+// time without a completed call) in most slots they have time in. Their time is the loop's; their
+// callees are judged, they never are.
+std::vector<bool> LoopFrames(const Dataset& ds);
+inline bool IsLoopFrame(const Frame& f, int32_t fn) {
+  return fn >= 0 && static_cast<size_t>(fn) < f.loop.size() && f.loop[static_cast<size_t>(fn)];
+}
 
 Frame MakeFrame(const Dataset& ds, const std::vector<PeerGroup>& groups, const Thresholds& th);
 

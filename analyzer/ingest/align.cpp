@@ -55,7 +55,8 @@ void AddFunctions(const format::Window& w, const std::vector<uint32_t>& index, S
 // swings the estimate from zero to many times the truth from slot to slot, and ranks compared in
 // the same slot disagree by chance. A slot's own samples are used when there are enough of them;
 // otherwise those of the nearest slots (up to kReach on each side) that have enough together,
-// else the per-call mean over all of the rank's samples. Nearest first, because a fault may
+// else those of all the rank's slots (both: the median of those slots' means; the start-up
+// slot's samples price only itself). Nearest first, because a fault may
 // begin or end mid-run: a GPU that throttles from the middle on must not make the unsampled
 // warm-up window look slow. Without any sample: the host time of the calls, less what they
 // spent waiting for earlier work (a synchronous copy waits for the whole queue first).
@@ -71,29 +72,72 @@ void EstimateDevice(RankData* rank) {
   const auto at = [&](size_t i, size_t k) -> std::pair<double, double>& {
     return prefix[i * (n + 1) + k];
   };
+  // The start-up slot's copies and kernels (weights moved to the device, first-touch
+  // allocation, autotuning) are no measure of the steady state's: its samples price only itself.
+  size_t startup = n;
+  for (size_t k = 0; k < n; ++k) {
+    const Slot& s = rank->slots[k];
+    if (s.iterations > 0 && (startup == n || s.iter_begin < rank->slots[startup].iter_begin)) {
+      startup = k;
+    }
+  }
+  if (n < 2) startup = n;
   for (size_t k = 0; k < n; ++k) {
     const Slot& s = rank->slots[k];
     for (size_t i = 0; i < fns; ++i) {
       at(i, k + 1) = at(i, k);
-      if (i < s.functions.size()) {
+      if (i < s.functions.size() && k != startup) {
         const FunctionSum f = s.functions[i];
         at(i, k + 1).first += f.device_ns;
         at(i, k + 1).second += f.device_samples;
       }
     }
   }
+  // Borrowed samples are priced by the median of the lending slots' own means: one sample in a
+  // slot can be far off (a copy timed across another process's time slice on a shared GPU, a
+  // kernel behind a long queue), and a pooled mean lets it set the price of every neighbour.
+  // The price's own variance per call (the lenders' spread over their number) widens the
+  // differential's bar as a sampled host time's does: a price made of a few scattered samples
+  // must not single out a rank by chance.
+  std::vector<double> means;
+  const auto median_of_slots = [&](size_t i, size_t lo, size_t hi, double* var) {
+    means.clear();
+    for (size_t j = lo; j < hi; ++j) {
+      const Slot& o = rank->slots[j];
+      if (j == startup || i >= o.functions.size()) continue;
+      const FunctionSum g = o.functions[i];
+      if (g.device_samples > 0) means.push_back(g.device_ns / g.device_samples);
+    }
+    if (means.empty()) return -1.0;
+    double sum = 0, squares = 0;
+    for (const double m : means) sum += m, squares += m * m;
+    const auto count = static_cast<double>(means.size());
+    const double mean = sum / count;
+    *var = count > 1 ? std::max(0.0, squares - count * mean * mean) / (count - 1) / count
+                     : mean * mean;
+    std::nth_element(means.begin(), means.begin() + means.size() / 2, means.end());
+    return means[means.size() / 2];
+  };
+  std::vector<double> whole(fns, -2), whole_var(fns, 0);  // per function, the rank-wide price
   for (size_t k = 0; k < n; ++k) {
     Slot& s = rank->slots[k];
     for (size_t i = 0; i < s.functions.size(); ++i) {
       const FunctionSum f = s.functions[i];
-      double per_call = -1;
-      for (size_t r = 0; r <= kReach && per_call < 0; ++r) {
+      double per_call = -1, var = 0;
+      if (f.device_samples >= kEnoughSamples) per_call = f.device_ns / f.device_samples;
+      for (size_t r = 1; r <= kReach && per_call < 0; ++r) {
         const size_t lo = k >= r ? k - r : 0, hi = std::min(n, k + r + 1);
-        const double ns = at(i, hi).first - at(i, lo).first;
         const double samples = at(i, hi).second - at(i, lo).second;
-        if (samples >= kEnoughSamples) per_call = ns / samples;
+        if (samples >= kEnoughSamples) per_call = median_of_slots(i, lo, hi, &var);
       }
-      if (per_call < 0 && at(i, n).second > 0) per_call = at(i, n).first / at(i, n).second;
+      if (per_call < 0 && at(i, n).second > 0) {
+        if (whole[i] == -2) whole[i] = median_of_slots(i, 0, n, &whole_var[i]);
+        per_call = whole[i], var = whole_var[i];
+      }
+      if (at(i, n).second > 0) s.functions.SetSamplingVar(i, static_cast<float>(var * f.count * f.count));
+      if (per_call < 0 && k == startup && f.device_samples > 0) {
+        per_call = f.device_ns / f.device_samples;
+      }
       s.functions.SetDeviceEst(i, per_call >= 0 ? static_cast<float>(per_call * f.count)
                                                 : std::max(0.0f, f.self_ns - f.wait_ns));
     }
@@ -232,8 +276,15 @@ void FoldWindow(const format::Window& w, Catalog* catalog, RankData* rank, FoldS
   slot->iter_end = std::max(slot->iter_end, std::max(w.iter_end, w.iter_begin));
   ++slot->windows;
   slot->detailed_windows += w.detailed;
-  slot->critical_windows += w.critical_path;
-  slot->device_windows += w.critical_path && HasDeviceWork(w);
+  // On a rank that drives a device, critical time means something only where the collector
+  // built the device's timeline: a window with device work but no idle time at all had none (a
+  // library before 2026-11-27 fed it from the training thread's launches alone, and on a real
+  // GPU autograd launches backward from its own threads), and its host time is then no more
+  // critical than it is host time.
+  const bool device = HasDeviceWork(w);
+  const bool timeline = w.critical_path && (!device || w.device_idle_ns > 0);
+  slot->critical_windows += timeline;
+  slot->device_windows += timeline && device;
   if (w.thread_cpu_ns != 0 || w.run_delay_ns != 0) {
     ++slot->sched_windows;
     slot->run_delay_ns += static_cast<double>(w.run_delay_ns);

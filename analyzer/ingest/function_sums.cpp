@@ -173,18 +173,23 @@ void FunctionSums::Clear(size_t i) {
   std::fill(v, v + std::popcount(uint32_t{layout_->mask[i]}), 0.0f);
 }
 
-void FunctionSums::SetDeviceEst(size_t i, float ns) {
+void FunctionSums::SetDeviceEst(size_t i, float ns) { SetField(i, kDeviceEst, ns); }
+
+void FunctionSums::SetSamplingVar(size_t i, float var) { SetField(i, kSamplingVar, var); }
+
+void FunctionSums::SetField(size_t i, int field, float v) {
   if (!layout_) {
-    dense_[i].device_est_ns = ns;
+    (field == kDeviceEst ? dense_[i].device_est_ns : dense_[i].sampling_var) = v;
     return;
   }
-  constexpr uint16_t kBit = 1u << kDeviceEst;
-  if (!(layout_->mask[i] & kBit)) {
-    if (ns == (*this)[i].device_est_ns) return;  // what the row reads anyway
-    Widen(i, kBit);
+  const auto bit = static_cast<uint16_t>(1u << field);
+  if (!(layout_->mask[i] & bit)) {
+    const FunctionSum now = (*this)[i];
+    if (v == (field == kDeviceEst ? now.device_est_ns : now.sampling_var)) return;  // read anyway
+    Widen(i, bit);
   }
   const uint32_t m = layout_->mask[i];
-  values_[layout_->offset[i] + static_cast<size_t>(std::popcount(m & (kBit - 1u)))] = ns;
+  values_[layout_->offset[i] + static_cast<size_t>(std::popcount(m & (bit - 1u)))] = v;
 }
 
 void FunctionSums::Merge(const FunctionSums& other) {

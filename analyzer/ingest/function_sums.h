@@ -31,7 +31,9 @@ struct FunctionSum {
   float device_samples = 0;  // how many launches were timed
   float bytes = 0;           // bytes moved; floating-point operations for GEMM patterns (FORMAT.md)
   // Variance (ns^2) of self_ns from timing only a sample of the calls and scaling the sample's
-  // time to all of them; 0 when every call was timed (align.cpp: SamplingVariance).
+  // time to all of them; 0 when every call was timed (align.cpp: SamplingVariance). For a
+  // function with device samples: of device_est_ns where it was priced from other slots' samples
+  // (EstimateDevice), else 0.
   float sampling_var = 0;
 
   FunctionSum& operator+=(const FunctionSum& o);
@@ -48,7 +50,8 @@ struct SumLayout {
 class FunctionSums {
  public:
   static constexpr int kFields = 10;
-  static constexpr int kDeviceEst = 3;  // FunctionSum::device_est_ns's field number
+  static constexpr int kDeviceEst = 3;     // FunctionSum::device_est_ns's field number
+  static constexpr int kSamplingVar = 9;   // FunctionSum::sampling_var's
 
   size_t size() const { return layout_ ? rows_ : dense_.size(); }
   bool packed() const { return layout_ != nullptr; }
@@ -74,6 +77,7 @@ class FunctionSums {
   void Add(size_t i, const FunctionSum& delta);
   void Clear(size_t i);
   void SetDeviceEst(size_t i, float ns);
+  void SetSamplingVar(size_t i, float var);
   void Merge(const FunctionSums& other);
 
   // The fields row i holds a non-zero value in, as SumLayout::mask bits.
@@ -107,6 +111,7 @@ class FunctionSums {
   void PackOwn(const SumLayout* also);
   // Gives packed row i room for `bits` too, keeping every value.
   void Widen(size_t i, uint16_t bits);
+  void SetField(size_t i, int field, float v);  // kDeviceEst or kSamplingVar
 
   std::vector<FunctionSum> dense_;
   std::shared_ptr<const SumLayout> layout_;  // null: dense_

@@ -37,6 +37,7 @@ Json IterationsJson(const Report& rep) {
     per_rank.push_back({{"rank", it.rank},
                         {"count", it.count},
                         {"mean_s", it.mean_s},
+                        {"steady_s", it.steady_s},
                         {"p50_s", it.p50_s},
                         {"p99_s", it.p99_s},
                         {"min_s", it.min_s},

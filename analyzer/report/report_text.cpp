@@ -51,10 +51,11 @@ void Header(const Report& rep, std::ostream& out) {
   double lo = 1e300, hi = 0, p99 = 0;
   for (const RankIterations& it : rep.iterations) {
     if (it.count == 0) continue;
-    lo = std::min(lo, it.mean_s), hi = std::max(hi, it.mean_s), p99 = std::max(p99, it.p99_s);
+    lo = std::min(lo, it.steady_s), hi = std::max(hi, it.steady_s);
+    p99 = std::max(p99, it.p99_s);
   }
   if (hi > 0) {
-    out << "step time: median " << FormatSeconds(rep.median_iteration_s) << " (rank means "
+    out << "step time: median " << FormatSeconds(rep.median_iteration_s) << " after start-up (ranks "
         << FormatSeconds(lo) << " .. " << FormatSeconds(hi) << ", p99 " << FormatSeconds(p99)
         << "); " << rep.groups.size() << " peer group" << (rep.groups.size() == 1 ? "" : "s")
         << "\n";

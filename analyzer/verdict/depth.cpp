@@ -79,7 +79,10 @@ void Lift(const Frame& f, Candidate* c) {
     const FunctionInfo& info = fns[static_cast<size_t>(fn)];
     if (info.parent_id == 0) break;
     const int32_t parent = f.ds->catalog.IndexOf(info.parent_id);
-    if (parent < 0 || !Liftable(fns[static_cast<size_t>(parent)].kind)) break;
+    if (parent < 0 || !Liftable(fns[static_cast<size_t>(parent)].kind) ||
+        IsLoopFrame(f, parent)) {
+      break;  // the loop itself holds every cause: never the verdict
+    }
     double v = 0, p = 0;
     if (Excess(f, sides, parent, &v, &p) < kExplains * leaf_excess) break;
     qualifying.push_back(parent);

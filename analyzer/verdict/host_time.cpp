@@ -21,13 +21,21 @@ namespace {
 // be its scheduler's.
 constexpr double kDescheduled = 0.5;
 
+// Share of a host-time excess the peers' extra waiting must reach to confirm that the excess
+// held them up (ArrivalWait): below it, the difference is the peers' noise.
+constexpr double kConfirms = 0.25;
+// Peers sampled for the arrival comparison: a median needs no more, and a 16,384-rank group
+// must not cost a pass over every member per candidate.
+constexpr size_t kPeersSampled = 64;
+
 bool HostTimedKind(const Candidate& c) {
   return c.kind == "python" || c.kind == "py_native" || c.kind == "cuda_api" || c.kind == "alloc" ||
          c.kind == "unknown";
 }
 
 bool Applies(const Candidate& c) {
-  return c.source == Source::kDifferential && c.group >= 0 && HostTimedKind(c);
+  return c.source == Source::kDifferential && c.group >= 0 &&
+         (HostTimedKind(c) || c.kind == "sync");
 }
 
 struct Compared {
@@ -105,6 +113,105 @@ bool OffTheLoop(const Frame& f, const Candidate& c) {
   return self > 0 && critical == 0;
 }
 
+// Where the peers waited for the candidate's ranks. A rank that spends longer on its own work
+// reaches the next collective last and waits there least, while its peers wait the difference.
+// With visible collectives arrival order says so (culprit.cpp); when they are not (DDP over
+// gloo: the all-reduce runs inside backward), the wait shows in the Python frame that holds it:
+// the largest function whose own time on the peers (median) exceeds the candidate's ranks'
+// (mean), outside the candidate's own call path. Device waits (syncs, copies) do not count:
+// they wait for the rank's own device. Per iteration, over the slots the candidate ran in.
+struct Wait {
+  int32_t function = -1;
+  double peer_ns = 0, rank_ns = 0;
+};
+
+bool OnCallPath(const Catalog& catalog, int32_t a, int32_t b) {
+  const auto& fns = catalog.functions();
+  for (const auto& [from, to] : {std::pair{a, b}, std::pair{b, a}}) {
+    for (int32_t x = from, depth = 0; x >= 0 && depth < 64; ++depth) {
+      if (x == to) return true;
+      const uint64_t parent = fns[static_cast<size_t>(x)].parent_id;
+      x = parent != 0 ? catalog.IndexOf(parent) : -1;
+    }
+  }
+  return false;
+}
+
+Wait ArrivalWait(const Frame& f, const Candidate& c) {
+  const auto& fns = f.ds->catalog.functions();
+  std::vector<size_t> culprits, peers;
+  for (const size_t m : (*f.groups)[static_cast<size_t>(c.group)].members) {
+    (OnCandidateRanks(f, c, m) ? culprits : peers).push_back(m);
+  }
+  if (culprits.empty() || peers.empty()) return {};
+  if (peers.size() > kPeersSampled) {
+    std::vector<size_t> sample;
+    for (size_t i = 0; i < kPeersSampled; ++i) sample.push_back(peers[i * peers.size() / kPeersSampled]);
+    peers = std::move(sample);
+  }
+  const std::vector<bool> ran = SlotsWhereRan(f, culprits, c.catalog_function);
+  // Each rank's own time per iteration of every function that can hold a wait for other ranks.
+  const auto own_times = [&](size_t m) {
+    std::vector<double> ns(fns.size(), 0);
+    double iterations = 0;
+    for (size_t k = 0; k < f.slots[m].size(); ++k) {
+      const Slot* s = SlotAt(f, m, k);
+      if (s == nullptr || !ran[k]) continue;
+      iterations += s->iterations;
+      for (size_t i = 0; i < fns.size() && i < s->functions.size(); ++i) {
+        const bool python = fns[i].kind == format::FunctionKind::kPython;
+        if (!python && !fns[i].comm && fns[i].kind != format::FunctionKind::kCollective) continue;
+        const FunctionSum sum = s->functions[i];
+        ns[i] += python ? sum.self_ns : sum.total_ns;
+      }
+    }
+    for (double& v : ns) v = iterations > 0 ? v / iterations : 0;
+    return ns;
+  };
+  std::vector<std::vector<double>> culprit_ns, peer_ns;
+  for (const size_t m : culprits) culprit_ns.push_back(own_times(m));
+  for (const size_t m : peers) peer_ns.push_back(own_times(m));
+  Wait best;
+  std::vector<double> v;
+  for (size_t i = 0; i < fns.size(); ++i) {
+    if (IsLoopFrame(f, static_cast<int32_t>(i))) continue;
+    double rank = 0;
+    for (const auto& ns : culprit_ns) rank += ns[i];
+    rank /= static_cast<double>(culprit_ns.size());
+    v.clear();
+    for (const auto& ns : peer_ns) v.push_back(ns[i]);
+    const double peer = Median(v);
+    if (peer - rank <= best.peer_ns - best.rank_ns) continue;
+    if (c.catalog_function >= 0 &&
+        OnCallPath(f.ds->catalog, c.catalog_function, static_cast<int32_t>(i))) {
+      continue;
+    }
+    best = {static_cast<int32_t>(i), peer, rank};
+  }
+  return best;
+}
+
+// The part of a host excess that the peers' waiting confirms reached them (0 when it does not).
+double ConfirmedByArrival(const Frame& f, const Candidate& c, double excess_s, Json* evidence) {
+  if (c.kind == "sync" || excess_s <= 0) return 0;
+  const Wait w = ArrivalWait(f, c);
+  const double waited_s = (w.peer_ns - w.rank_ns) * 1e-9;
+  if (w.function < 0 || waited_s < kConfirms * excess_s) return 0;
+  (*evidence)["arrival"] = {
+      {"function", f.ds->catalog.functions()[static_cast<size_t>(w.function)].name},
+      {"peers_s_per_iter", w.peer_ns * 1e-9},
+      {"rank_s_per_iter", w.rank_ns * 1e-9}};
+  return std::min(excess_s, waited_s);
+}
+
+// Charges a candidate `reached_s` per iteration, scored on the steady step of the slots compared.
+void Charge(Candidate* c, double reached_s, double iteration_ns) {
+  c->score = Score(reached_s * 1e9, iteration_ns, c->evidence.value("windows_seen", 0.0),
+                   c->evidence.value("windows_total", 0.0));
+  c->impact_s_per_iter = reached_s;
+  if (iteration_ns > 0) c->evidence["iteration_s"] = iteration_ns * 1e-9;
+}
+
 }  // namespace
 
 void AttachRunQueue(const Frame& f, std::vector<Candidate>* cands) {
@@ -128,34 +235,60 @@ void AttachRunQueue(const Frame& f, std::vector<Candidate>* cands) {
 void ChargeCriticalPath(const Frame& f, std::vector<Candidate>* cands) {
   for (Candidate& c : *cands) {
     if (!Applies(c)) continue;
+    Compared step;
+    const bool stepped = CulpritsAndPeers(
+        f, c, [](const Slot& s) { return s.MeanIterationNs() * s.iterations; }, &step);
     if (OffTheLoop(f, c)) {
+      // Another thread's time. It cost the job only where the peers waited for this rank: the
+      // training loop's own functions got slower (the GIL, a core), and the verdict names the
+      // thread's function that took the time.
+      Json arrival = Json::object();
+      const double confirmed = ConfirmedByArrival(f, c, c.impact_s_per_iter, &arrival);
       c.evidence["host_critical_path"] = {{"host_excess_s_per_iter", c.impact_s_per_iter},
-                                          {"reached_s_per_iter", 0.0},
+                                          {"reached_s_per_iter", confirmed},
                                           {"off_the_training_loop", true}};
-      c.evidence["decided_by"] = "host_critical_path";
-      c.score = 0;
-      c.impact_s_per_iter = 0;
+      if (confirmed > 0) {
+        c.evidence.update(arrival);
+        c.evidence["decided_by"] = "arrival";
+        Charge(&c, confirmed, stepped ? step.iteration_ns : 0);
+      } else {
+        c.evidence["decided_by"] = "host_critical_path";
+        c.score = 0;
+        c.impact_s_per_iter = 0;
+      }
       continue;
     }
     Compared x;
     if (!CulpritsAndPeers(f, c, HostCritical, &x) || x.iteration_ns <= 0) {
-      continue;  // no device, or no peers: host time decides
+      // No critical path: on a device rank a sync's wait is the device's time (the wait proves
+      // it busy), and what the rank's host did beyond its peers is judged by the host time.
+      if (c.kind == "sync" && !c.rank_set.empty()) {
+        c.evidence["decided_by"] = "device_wait";
+        c.score = 0;
+        c.impact_s_per_iter = 0;
+      }
+      continue;
     }
-    const double reached_s =
-        std::clamp((x.culprit_ns - x.peer_ns) * 1e-9, 0.0, c.impact_s_per_iter);
+    const double excess_s = c.impact_s_per_iter;
+    double reached_s = std::clamp((x.culprit_ns - x.peer_ns) * 1e-9, 0.0, excess_s);
+    // The estimate of the device's queue is an estimate; peers that waited for this rank are a
+    // measurement. No estimated share may hide what the arrival evidence confirms.
+    Json arrival = Json::object();
+    const double confirmed = ConfirmedByArrival(f, c, excess_s, &arrival);
     c.evidence["host_critical_path"] = {{"rank_s_per_iter", x.culprit_ns * 1e-9},
                                         {"peers_s_per_iter", x.peer_ns * 1e-9},
-                                        {"host_excess_s_per_iter", c.impact_s_per_iter},
+                                        {"host_excess_s_per_iter", excess_s},
                                         {"reached_s_per_iter", reached_s}};
-    if (c.evidence.value("decided_by", std::string()) != "run_queue_delay") {
+    if (confirmed > reached_s) {
+      reached_s = confirmed;
+      c.evidence.update(arrival);
+      c.evidence["decided_by"] = "arrival";
+    } else if (c.evidence.value("decided_by", std::string()) != "run_queue_delay") {
       c.evidence["decided_by"] = "host_critical_path";
     }
     // Scored like any candidate, on the steady step of the slots compared: the flagged windows'
     // mean step may hold the start-up.
-    c.score = Score(reached_s * 1e9, x.iteration_ns, c.evidence.value("windows_seen", 0.0),
-                    c.evidence.value("windows_total", 0.0));
-    c.impact_s_per_iter = reached_s;
-    c.evidence["iteration_s"] = x.iteration_ns * 1e-9;
+    Charge(&c, reached_s, x.iteration_ns);
   }
 }
 

@@ -424,7 +424,9 @@ Candidate HangCandidate(const Hang& h, double iteration_s) {
 std::vector<Candidate> RankCandidates(const Frame& f, const std::vector<Finding>& findings,
                                       const std::vector<Hang>& hangs, double iteration_s) {
   std::vector<Candidate> cands;
-  for (const Finding& x : findings) cands.push_back(ToCandidate(f, x));
+  for (const Finding& x : findings) {
+    if (!IsLoopFrame(f, x.function)) cands.push_back(ToCandidate(f, x));
+  }
   ApplyArrival(findings, &cands);
   DemoteVictims(f, findings, &cands);
   DemoteCommunicationGrowth(&cands);

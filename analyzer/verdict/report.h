@@ -34,6 +34,7 @@ struct RankIterations {
   int rank = 0;
   uint64_t count = 0;
   double mean_s = 0, p50_s = 0, p99_s = 0, min_s = 0, max_s = 0;
+  double steady_s = 0;  // median of the slots' mean step after start-up (analyze.cpp)
 };
 
 // Rank x metric deviations for the HTML heat map.
