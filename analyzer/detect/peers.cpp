@@ -100,6 +100,25 @@ void SplitBySimilarity(const std::vector<size_t>& members, const std::vector<Rol
     }
     if (!placed) parts.push_back({m});
   }
+  // A role is shared: a rank whose work differs from every other rank's (extra periodic work, a
+  // larger batch, an extra model branch) is the suspect, and leaving it in a group of its own
+  // would compare it with nobody. It stays with the ranks most like it.
+  if (members.size() >= 3) {
+    std::vector<std::vector<size_t>> shared, alone;
+    for (auto& p : parts) (p.size() > 1 ? shared : alone).push_back(std::move(p));
+    if (shared.empty() && !alone.empty()) shared.push_back(std::move(alone.back())), alone.pop_back();
+    for (auto& a : alone) {
+      size_t best = 0;
+      double best_similarity = -1;
+      for (size_t i = 0; i < shared.size(); ++i) {
+        const double s = Jaccard(roles[shared[i].front()].functions, roles[a.front()].functions);
+        if (s > best_similarity) best = i, best_similarity = s;
+      }
+      shared[best].push_back(a.front());
+    }
+    parts = std::move(shared);
+    for (auto& p : parts) std::sort(p.begin(), p.end());
+  }
   for (auto& p : parts) out->push_back(std::move(p));
 }
 
