@@ -32,7 +32,7 @@ struct HeatMap {
   std::vector<std::pair<int32_t, Aggregate>> keys;
 };
 
-// The link matrix over the run (culprit.cpp, LinkRates); empty when no link was measured.
+// The link matrix over the run (detect/links.cpp, LinkRates); empty when no link was measured.
 struct LinkMatrix {
   bool net = false;  // network connections (sender, receiver); else point-to-point pairs
   std::vector<LinkRate> cells;

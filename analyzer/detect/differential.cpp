@@ -1,85 +1,21 @@
-#include "analyzer/detect/detect.h"
-
+// The differential test (detect.h): each rank against its peer group's median, per metric and
+// slot, and persistence judged against the peers' own rate of flagged windows.
 #include <algorithm>
 #include <cmath>
 
 #include "analyzer/base/parallel.h"
 #include "analyzer/base/stats.h"
+#include "analyzer/detect/detect.h"
+#include "analyzer/detect/tally.h"
 
 namespace perftracker::analyzer {
 namespace {
 
 using format::FunctionKind;
 
-double PerIteration(const Slot& s, double ns) { return s.iterations > 0 ? ns / s.iterations : 0; }
-
-// The time a function costs per iteration, by what its kind spends.
-double FunctionNs(const FunctionInfo& info, const FunctionSum& sum) {
-  switch (info.kind) {
-    case FunctionKind::kKernel:
-    case FunctionKind::kMemcpy:
-    case FunctionKind::kMemset:
-      return sum.device_est_ns;
-    case FunctionKind::kCudaApi:
-    case FunctionKind::kPyNative:                        // the same calls, by call site
-      return std::max(0.0f, sum.self_ns - sum.wait_ns);  // waiting is someone else's time
-    default:
-      return sum.self_ns;
-  }
-}
-
-// Device times come from timing events or CUPTI, not from the host duration's sample.
-bool HostTimed(const FunctionInfo& info) {
-  return info.kind != FunctionKind::kKernel && info.kind != FunctionKind::kMemcpy &&
-         info.kind != FunctionKind::kMemset;
-}
-
-double PerIteration2(const Slot& s, double v) {
-  return s.iterations > 0 ? v / (s.iterations * s.iterations) : 0;
-}
-
-std::vector<Aggregate> SummedIn(const Catalog& catalog) {
-  const auto& fns = catalog.functions();
-  std::vector<Aggregate> out;
-  for (const FunctionInfo& info : fns) {
-    Aggregate g = AggregateOf(info);
-    const int32_t parent = info.parent_id != 0 ? catalog.IndexOf(info.parent_id) : -1;
-    if (g == Aggregate::kCudaApi && parent >= 0 &&
-        fns[static_cast<size_t>(parent)].kind == FunctionKind::kCudaApi) {
-      g = Aggregate::kNone;  // a call site: its calls are already its API function's
-    }
-    out.push_back(g);
-  }
-  return out;
-}
-
-std::array<double, 6> Aggregates(const Dataset& ds, const std::vector<Aggregate>& summed_in,
-                                 const Slot& s, std::array<double, 6>* vars) {
-  std::array<double, 6> a{};
-  *vars = {};
-  const auto& fns = ds.catalog.functions();
-  for (size_t i = 0; i < s.functions.size(); ++i) {
-    const Aggregate g = summed_in[i];
-    if (g == Aggregate::kNone) continue;
-    a[static_cast<size_t>(g)] += FunctionNs(fns[i], s.functions[i]);
-    if (HostTimed(fns[i])) (*vars)[static_cast<size_t>(g)] += s.functions[i].sampling_var;
-  }
-  for (double& v : *vars) v = PerIteration2(s, v);
-  const auto& colls = ds.catalog.collectives();
-  for (size_t i = 0; i < s.collectives.size(); ++i) {
-    const CollectiveSum& c = s.collectives[i];
-    if (colls[i].peer >= 0 || c.device_samples <= 0) continue;
-    a[static_cast<size_t>(Aggregate::kCollectives)] += c.device_ns * c.count / c.device_samples;
-  }
-  for (double& v : a) v = PerIteration(s, v);
-  return a;
-}
-
 // Accumulates one rank's numbers for one metric over the slots of a group.
-struct Tally {
-  int present = 0, flagged = 0;
-  double value = 0, median = 0, z = 0, excess = 0, iteration = 0;  // over flagged slots
-  double excess_all = 0;                                           // over all slots
+struct Tally : FlaggedSums {
+  double excess_all = 0;                       // over all slots
   std::vector<std::array<uint64_t, 2>> spans;  // iterations of the flagged slots, contiguous merged
 };
 
@@ -88,19 +24,6 @@ struct MemberValue {
   double value;
   double sampling_var;
 };
-
-// Per slot, the median of the members' mean iteration time: once per group, not per metric.
-std::vector<double> GroupIterations(const Frame& f, const PeerGroup& g) {
-  std::vector<double> out, t;
-  for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {
-    t.clear();
-    for (const size_t m : g.members) {
-      if (const Slot* s = SlotAt(f, m, k)) t.push_back(s->MeanIterationNs());
-    }
-    out.push_back(Median(t));
-  }
-  return out;
-}
 
 void TallySlot(const Frame& f, const PeerGroup& g, size_t k, const std::vector<MemberValue>& vals,
                double iter, std::vector<Tally>* tallies) {
@@ -130,16 +53,8 @@ void TallySlot(const Frame& f, const PeerGroup& g, size_t k, const std::vector<M
 }
 
 Finding FromTally(const Tally& t, const Frame& f, size_t member_rank_index) {
-  Finding out;
-  const double n = t.flagged;
+  Finding out = Averaged(t);
   out.ranks = {f.ds->ranks[member_rank_index].rank()};
-  out.value_ns = t.value / n;
-  out.peer_median_ns = t.median / n;
-  out.deviation = t.z / n;
-  out.excess_ns = t.excess / n;
-  out.iteration_ns = t.iteration / n;
-  out.windows_seen = t.flagged;
-  out.windows_total = t.present;
   // When it happened: a fault that began mid-run, or moved from rank to rank, says so.
   out.extra["iterations"] = t.spans;
   return out;
@@ -279,8 +194,6 @@ std::vector<std::vector<Tally>> TallyMetrics(const Frame& f, const PeerGroup& g,
   return tallies;
 }
 
-bool Persists(const Tally& t) { return t.flagged > 0 && t.flagged >= NeededWindows(t.present); }
-
 // Findings for the ranks where a metric persists, each less likely than `max_chance` to be the
 // host's noise. Returns the group member index of every finding added.
 std::vector<size_t> DetectMetric(const Frame& f, int gi, int32_t fn, Aggregate agg,
@@ -306,148 +219,7 @@ std::vector<size_t> DetectMetric(const Frame& f, int gi, int32_t fn, Aggregate a
   return found;
 }
 
-bool Blocking(FunctionKind k) {
-  return k == FunctionKind::kDataLoader || k == FunctionKind::kGc || k == FunctionKind::kSync;
-}
-
-// A host sync every few steps (loss logging) absorbs the device time the host ran ahead by:
-// it waits long but costs nothing, because the device was busy all along. Only a sync on every
-// iteration puts the host on the critical path (the device idles while the host prepares the
-// next step), so only those are held to the expected range.
-bool SyncOnEveryIteration(const Frame& f, const PeerGroup& g, size_t k, size_t fn) {
-  std::vector<double> calls;
-  for (const size_t m : g.members) {
-    const Slot* s = SlotAt(f, m, k);
-    if (s && s->iterations > 0) {
-      calls.push_back(fn < s->functions.size() ? s->functions[fn].count / s->iterations : 0);
-    }
-  }
-  return !calls.empty() && Median(calls) >= 0.9;
-}
-
-// What a blocking function costs the host per iteration: for the data loader and the collector
-// everything they call (a slow collate or dataset is a slow data loader), for a sync its own wait.
-double BlockingValue(const Frame& f, size_t r, size_t k, size_t fn) {
-  const Slot* s = SlotAt(f, r, k);
-  if (!s || fn >= s->functions.size()) return 0;
-  const FunctionKind kind = f.ds->catalog.functions()[fn].kind;
-  const FunctionSum& sum = s->functions[fn];
-  const bool inclusive = kind == FunctionKind::kDataLoader || kind == FunctionKind::kGc;
-  return PerIteration(*s, inclusive ? std::max(sum.total_ns, sum.self_ns) : sum.self_ns);
-}
-
 }  // namespace
-
-Aggregate AggregateOf(const FunctionInfo& info) {
-  if (info.comm) return Aggregate::kNone;
-  switch (info.kind) {
-    case FunctionKind::kKernel:
-      return Aggregate::kKernels;
-    case FunctionKind::kPython:
-      return Aggregate::kPython;
-    case FunctionKind::kCudaApi:
-      return Aggregate::kCudaApi;
-    case FunctionKind::kMemcpy:
-    case FunctionKind::kMemset:
-      return Aggregate::kMemcpy;
-    default:
-      return Aggregate::kNone;
-  }
-}
-
-std::string_view AggregateName(Aggregate a) {
-  switch (a) {
-    case Aggregate::kKernels:
-      return "all compute kernels";
-    case Aggregate::kPython:
-      return "all Python functions";
-    case Aggregate::kCudaApi:
-      return "all CUDA API calls";
-    case Aggregate::kMemcpy:
-      return "all host<->device copies";
-    case Aggregate::kCollectives:
-      return "all collectives";
-    case Aggregate::kNone:
-      break;
-  }
-  return "";
-}
-
-int NeededWindows(int present) { return std::min(3, std::max(1, (present + 1) / 2)); }
-
-const Slot* SlotAt(const Frame& f, size_t rank_index, size_t slot_index) {
-  return f.slots[rank_index][slot_index];
-}
-
-std::vector<bool> SlotsWhereRan(const Frame& f, const std::vector<size_t>& rank_indices,
-                                int32_t function) {
-  const size_t n = f.ds->slot_keys.size();
-  std::vector<bool> ran(n, false);
-  size_t count = 0;
-  for (size_t k = 0; k < n && function >= 0; ++k) {
-    for (const size_t r : rank_indices) {
-      const Slot* s = SlotAt(f, r, k);
-      if (s != nullptr && static_cast<size_t>(function) < s->functions.size() &&
-          s->functions[static_cast<size_t>(function)].count > 0) {
-        ran[k] = true;
-        ++count;
-        break;
-      }
-    }
-  }
-  if (count == 0 || count == n) ran.assign(n, true);
-  return ran;
-}
-
-double MetricSamplingVar(const Frame& f, size_t r, size_t k, int32_t fn, Aggregate agg) {
-  if (agg != Aggregate::kNone) return f.aggregate_vars[r][k][static_cast<size_t>(agg)];
-  const Slot* s = SlotAt(f, r, k);
-  if (!s || fn < 0 || static_cast<size_t>(fn) >= s->functions.size()) return 0;
-  const auto i = static_cast<size_t>(fn);
-  return HostTimed(f.ds->catalog.functions()[i]) ? PerIteration2(*s, s->functions[i].sampling_var)
-                                                 : 0;
-}
-
-double MetricValue(const Frame& f, size_t r, size_t k, int32_t fn, Aggregate agg) {
-  if (agg != Aggregate::kNone) return f.aggregates[r][k][static_cast<size_t>(agg)];
-  const Slot* s = SlotAt(f, r, k);
-  if (!s || fn < 0 || static_cast<size_t>(fn) >= s->functions.size()) return 0;
-  const auto i = static_cast<size_t>(fn);
-  return PerIteration(*s, FunctionNs(f.ds->catalog.functions()[i], s->functions[i]));
-}
-
-Frame MakeFrame(const Dataset& ds, const std::vector<PeerGroup>& groups, const Thresholds& th) {
-  Frame f{&ds, &groups, th, {}, {}, {}, SummedIn(ds.catalog), ds.threads};
-  const size_t n = ds.ranks.size();
-  f.slots.resize(n), f.aggregates.resize(n), f.aggregate_vars.resize(n);
-  ParallelFor(n, ds.threads, [&](size_t i, size_t) {
-    const RankData& r = ds.ranks[i];
-    std::vector<const Slot*>& slots = f.slots[i];
-    std::vector<std::array<double, 6>>& aggs = f.aggregates[i];
-    std::vector<std::array<double, 6>>& vars = f.aggregate_vars[i];
-    for (const uint64_t key : ds.slot_keys) {
-      // A slot that covers no iteration has no per-iteration values to compare: absent.
-      const Slot* s = r.FindSlot(key);
-      if (s != nullptr && s->iterations <= 0) s = nullptr;
-      slots.push_back(s);
-      std::array<double, 6> var{};
-      aggs.push_back(s ? Aggregates(ds, f.summed_in, *s, &var) : std::array<double, 6>{});
-      vars.push_back(var);
-    }
-  });
-  return f;
-}
-
-std::vector<std::vector<Metric>> FunctionBlocks(const Frame& f) {
-  std::vector<std::vector<Metric>> blocks;
-  const auto& fns = f.ds->catalog.functions();
-  for (size_t fn = 0; fn < fns.size(); ++fn) {
-    if (fns[fn].comm || fns[fn].kind == FunctionKind::kCollective) continue;
-    if (blocks.empty() || blocks.back().size() == kFunctionBlock) blocks.emplace_back();
-    blocks.back().push_back({static_cast<int32_t>(fn), Aggregate::kNone});
-  }
-  return blocks;
-}
 
 std::vector<Finding> DetectDifferential(const Frame& f) {
   std::vector<Finding> out;
@@ -511,59 +283,6 @@ std::vector<Finding> DetectDifferential(const Frame& f) {
       for (size_t i = 0; i < members.size(); ++i) {
         out[before + i].extra["top_functions"] = TopContributors(f, g, excess, members[i], agg);
       }
-    }
-  }
-  return out;
-}
-
-std::vector<Finding> DetectExpectedRange(const Frame& f) {
-  std::vector<Finding> out;
-  const auto& fns = f.ds->catalog.functions();
-  std::vector<std::pair<size_t, double>> vals;
-  for (size_t gi = 0; gi < f.groups->size(); ++gi) {
-    const PeerGroup& g = (*f.groups)[gi];
-    const std::vector<double> iterations = GroupIterations(f, g);
-    for (size_t fn = 0; fn < fns.size(); ++fn) {
-      const FunctionKind kind = fns[fn].kind;
-      if (!Blocking(kind) && kind != FunctionKind::kMemcpy) continue;
-      const double bound = Blocking(kind) ? f.th.blocking_expected : f.th.memcpy_expected;
-      Finding x;
-      int present = 0;
-      for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {
-        vals.clear();
-        for (const size_t m : g.members) {
-          if (SlotAt(f, m, k)) {
-            vals.push_back({m, Blocking(kind) ? BlockingValue(f, m, k, fn)
-                                              : MetricValue(f, m, k, static_cast<int32_t>(fn),
-                                                            Aggregate::kNone)});
-          }
-        }
-        if (vals.empty()) continue;
-        ++present;
-        std::vector<double> v;
-        for (const auto& [m, value] : vals) v.push_back(value);
-        const double med = MedianOf(v), iter = iterations[k];
-        if (iter <= 0 || med / iter <= bound) continue;
-        if (kind == FunctionKind::kSync && !SyncOnEveryIteration(f, g, k, fn)) continue;
-        ++x.windows_seen;
-        x.value_ns += med, x.iteration_ns += iter, x.peer_median_ns += bound * iter;
-        for (const auto& [m, value] : vals) {
-          if (value / iter > bound) x.ranks.push_back(f.ds->ranks[m].rank());
-        }
-      }
-      if (x.windows_seen == 0 || x.windows_seen < NeededWindows(present)) continue;
-      const double n = x.windows_seen;
-      x.source = Source::kExpectedRange;
-      x.group = static_cast<int>(gi);
-      x.function = static_cast<int32_t>(fn);
-      x.value_ns /= n, x.iteration_ns /= n, x.peer_median_ns /= n;
-      x.deviation = (x.value_ns - x.peer_median_ns) / x.iteration_ns;
-      x.excess_ns = x.value_ns - x.peer_median_ns;
-      x.windows_total = present;
-      std::sort(x.ranks.begin(), x.ranks.end());
-      x.ranks.erase(std::unique(x.ranks.begin(), x.ranks.end()), x.ranks.end());
-      x.extra["expected_max_share"] = bound;
-      out.push_back(std::move(x));
     }
   }
   return out;
