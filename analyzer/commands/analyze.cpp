@@ -5,10 +5,12 @@
 #include <cstdio>
 #include <fstream>
 
+#include "analyzer/commands/analyze.h"
 #include "analyzer/commands/cli.h"
 #include "analyzer/ingest/ingest.h"
 #include "analyzer/base/progress.h"
-#include "analyzer/verdict/report.h"
+#include "analyzer/report/report.h"
+#include "analyzer/verdict/verdict.h"
 #include "analyzer/base/stats.h"
 
 namespace perftracker::analyzer {
@@ -174,34 +176,6 @@ std::vector<std::vector<double>> OwnStepTimes(const Frame& f) {
   }
   return out;
 }
-
-}  // namespace
-
-// A straggler sets the pace of every rank it synchronizes with, and a cost every rank shares is
-// paid on each: either way, removing the time it costs a step shortens the job's step by about
-// that much. (Overlap with other work makes this an upper bound.) The impact is per iteration of
-// the windows it was seen in: one seen in half of them (a periodic checkpoint, a fault that
-// began halfway) costs the run half as much.
-void AttachWhatIf(double iteration_s, std::vector<Candidate>* cands) {
-  for (Candidate& c : *cands) {
-    if (c.category == "hang" || c.impact_s_per_iter <= 0) continue;
-    // The step where the candidate was seen (its windows), else the job's.
-    const double step = c.evidence.value("iteration_s", 0.0) > 0
-                            ? c.evidence.value("iteration_s", 0.0)
-                            : iteration_s;
-    if (step <= 0) continue;
-    const int seen = c.evidence.value("windows_seen", 0);
-    const int total = c.evidence.value("windows_total", 0);
-    const double persistence =
-        seen > 0 && total >= seen ? static_cast<double>(seen) / static_cast<double>(total) : 1.0;
-    const double without = std::max(0.0, step - c.impact_s_per_iter * persistence);
-    c.evidence["what_if"] = {{"step_s", step},
-                             {"step_without_s", without},
-                             {"faster_pct", 100.0 * (step - without) / step}};
-  }
-}
-
-namespace {
 
 bool WriteFile(const std::string& path, const std::string& text, std::ostream& err) {
   std::ofstream os(path, std::ios::binary);

@@ -19,7 +19,9 @@
 #include "analyzer/commands/diff_causes.h"
 #include "analyzer/ingest/ingest.h"
 #include "analyzer/base/progress.h"
-#include "analyzer/verdict/report.h"
+#include "analyzer/commands/analyze.h"
+#include "analyzer/base/format_text.h"
+#include "analyzer/report/report.h"
 #include "analyzer/base/stats.h"
 
 namespace perftracker::analyzer {

@@ -1,4 +1,5 @@
 #include "analyzer/commands/diff_causes.h"
+#include "analyzer/base/format_text.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -9,7 +9,8 @@
 #include "analyzer/commands/cli.h"
 #include "analyzer/ingest/ingest.h"
 #include "analyzer/base/progress.h"
-#include "analyzer/verdict/report.h"
+#include "analyzer/commands/analyze.h"
+#include "analyzer/report/report.h"
 
 namespace perftracker::analyzer {
 namespace {

@@ -9,7 +9,7 @@
 #include "analyzer/ingest/ingest.h"
 #include "analyzer/base/progress.h"
 #include "analyzer/ingest/reduced.h"
-#include "analyzer/verdict/report.h"
+#include "analyzer/base/format_text.h"
 
 namespace perftracker::analyzer {
 namespace {

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "analyzer/base/atomic_file.h"
+#include "analyzer/commands/analyze.h"
 #include "analyzer/commands/cli.h"
 #include "analyzer/ingest/ingest.h"
 #include "analyzer/report/prometheus.h"

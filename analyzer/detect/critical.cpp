@@ -20,8 +20,8 @@
 // named at the first frame of the user's own code above it that it explains >= 80% of.
 #include <algorithm>
 
+#include "analyzer/detect/critical.h"
 #include "analyzer/detect/detect.h"
-#include "analyzer/verdict/report.h"
 #include "analyzer/base/stats.h"
 
 namespace perftracker::analyzer {
@@ -56,6 +56,8 @@ std::vector<double> SubtreeCritical(const Frame& f, const Slot& s,
   }
   return sub;
 }
+
+}  // namespace
 
 // Each catalog function's caller (catalog index), -1 at the root.
 std::vector<int32_t> ParentIndex(const Catalog& catalog) {
@@ -93,8 +95,6 @@ double SubtreeCriticalNs(const Slot& s, const std::vector<size_t>& subtree) {
   }
   return ns;
 }
-
-}  // namespace
 
 std::vector<Finding> DetectCriticalPath(const Frame& f) {
   std::vector<Finding> out;
@@ -192,56 +192,6 @@ std::vector<Finding> DetectCriticalPath(const Frame& f) {
     }
   }
   return out;
-}
-
-}  // namespace perftracker::analyzer
-
-namespace perftracker::analyzer {
-
-// beta on the candidate's ranks and their peers, over the windows its function ran in: of its
-// subtree for a Python function (the verdict may be a caller whose own time is nil), of its own
-// critical time otherwise.
-void AttachBeta(const Frame& f, std::vector<Candidate>* cands) {
-  const auto& fns = f.ds->catalog.functions();
-  const std::vector<int32_t> parent = ParentIndex(f.ds->catalog);
-  for (Candidate& c : *cands) {
-    if (c.catalog_function < 0 || c.group < 0 || c.evidence.contains("beta")) continue;
-    const auto fn = static_cast<size_t>(c.catalog_function);
-    const bool subtree = fns[fn].kind == FunctionKind::kPython;
-    const auto& members = (*f.groups)[static_cast<size_t>(c.group)].members;
-    std::vector<size_t> culprit_members;
-    for (const size_t m : members) {
-      if (OnCandidateRanks(f, c, m)) culprit_members.push_back(m);
-    }
-    const std::vector<bool> ran = SlotsWhereRan(f, culprit_members, c.catalog_function);
-    const std::vector<size_t> members_of_subtree =
-        subtree ? SubtreeOf(f, parent, fn) : std::vector<size_t>{};
-    std::vector<double> culprits, peers;
-    for (const size_t m : members) {
-      double critical = 0, iteration = 0;
-      bool known = false;
-      for (size_t k = 0; k < f.slots[m].size(); ++k) {
-        const Slot* s = SlotAt(f, m, k);
-        if (s == nullptr || !ran[k] || s->critical_windows < s->windows || s->windows == 0) {
-          continue;
-        }
-        known = true;
-        iteration += s->iteration_ns;
-        if (subtree) {
-          critical += SubtreeCriticalNs(*s, members_of_subtree);
-        } else if (fn < s->functions.size()) {
-          critical += s->functions[fn].critical_ns;
-        }
-      }
-      if (!known || iteration <= 0) continue;
-      (OnCandidateRanks(f, c, m) ? culprits : peers).push_back(critical / iteration);
-    }
-    if (culprits.empty()) continue;
-    double sum = 0;
-    for (const double b : culprits) sum += b;
-    c.evidence["beta"] = sum / static_cast<double>(culprits.size());
-    if (!peers.empty()) c.evidence["peer_beta"] = Median(peers);
-  }
 }
 
 }  // namespace perftracker::analyzer

@@ -20,7 +20,7 @@ struct Series {
 
 // Each metric's series over a group: per slot where at least half the members ran, the members'
 // median value and median iteration time. Values are gathered member by member for all the
-// metrics at once (detect.cpp TallyMetrics: one function across thousands of members is a cache
+// metrics at once (differential.cpp TallyMetrics: one function across thousands of members is a cache
 // miss per member). `scratch` is kept from call to call (fresh, its large vectors were mmapped
 // each time).
 std::vector<Series> GroupSeries(const Frame& f, const PeerGroup& g,

@@ -1,6 +1,8 @@
 // The HTML report's pictures. SVG is written inline (no xmlns: an HTML parser does not need it,
 // and the report names no URL at all), tables are coloured with inline styles.
 #include "analyzer/report/html_charts.h"
+#include "analyzer/base/format_text.h"
+#include "analyzer/report/report.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,8 @@
 // Evidence in sentences. The JSON report's fields (report_json.cpp, the README's "What a verdict
 // says") are the contract; this file only words them, and says nothing it cannot read there.
 #include "analyzer/report/html_evidence.h"
+#include "analyzer/base/format_text.h"
+#include "analyzer/report/report.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -10,7 +10,8 @@
 
 #include "analyzer/report/html_charts.h"
 #include "analyzer/report/html_evidence.h"
-#include "analyzer/verdict/report.h"
+#include "analyzer/report/report.h"
+#include "analyzer/base/format_text.h"
 
 namespace perftracker::analyzer {
 namespace {

@@ -1,5 +1,5 @@
 // The JSON report, schema 1. Field names are a contract (ARCHITECTURE.md): add, never rename.
-#include "analyzer/verdict/report.h"
+#include "analyzer/report/report.h"
 #include "schemas/format/version.h"
 
 namespace perftracker::analyzer {

@@ -3,15 +3,10 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "analyzer/verdict/report.h"
+#include "analyzer/base/format_text.h"
+#include "analyzer/report/report.h"
 
 namespace perftracker::analyzer {
-
-std::string FormatNumber(const char* fmt, double v) {
-  char buf[128];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
-}
 
 namespace {
 
@@ -242,14 +237,6 @@ void Candidates(const Report& rep, size_t top, std::ostream& out) {
 }
 
 }  // namespace
-
-std::string FormatSeconds(double s) {
-  const double a = std::abs(s);
-  if (a >= 100) return FormatNumber("%.0f s", s);
-  if (a >= 1) return FormatNumber("%.2f s", s);
-  if (a >= 1e-3) return FormatNumber("%.1f ms", s * 1e3);
-  return FormatNumber("%.0f us", s * 1e6);
-}
 
 void WriteText(const Report& rep, size_t top, std::ostream& out) {
   Header(rep, out);

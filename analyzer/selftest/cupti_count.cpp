@@ -9,6 +9,9 @@
 namespace perftracker::selftest {
 namespace {
 
+// The library has a table like this one (preload/cuda/cupti.cpp), kept apart on purpose: these
+// counts are the ground truth the library's own CUPTI path is judged against, so they share none
+// of its code, and the workload links nothing of the library (it must run plain as well).
 struct Api {
   decltype(&cuptiActivityRegisterCallbacks) register_callbacks = nullptr;
   decltype(&cuptiActivityEnable) enable = nullptr;

@@ -9,7 +9,7 @@
 // one cause are lifted to the same frame and merge into one candidate with its whole impact.
 #include <algorithm>
 
-#include "analyzer/verdict/report.h"
+#include "analyzer/verdict/verdict.h"
 #include "analyzer/base/stats.h"
 
 namespace perftracker::analyzer {

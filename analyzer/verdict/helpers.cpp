@@ -7,7 +7,7 @@
 #include <map>
 #include <tuple>
 
-#include "analyzer/verdict/report.h"
+#include "analyzer/verdict/verdict.h"
 #include "analyzer/base/stats.h"
 
 namespace perftracker::analyzer {

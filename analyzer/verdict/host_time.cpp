@@ -11,7 +11,7 @@
 #include <algorithm>
 
 #include "analyzer/detect/detect.h"
-#include "analyzer/verdict/report.h"
+#include "analyzer/verdict/verdict.h"
 #include "analyzer/base/stats.h"
 
 namespace perftracker::analyzer {

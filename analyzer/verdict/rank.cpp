@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-#include "analyzer/verdict/report.h"
+#include "analyzer/verdict/verdict.h"
 
 namespace perftracker::analyzer {
 

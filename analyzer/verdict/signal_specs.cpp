@@ -4,7 +4,7 @@
 #include <array>
 #include <cstdio>
 
-#include "analyzer/verdict/report.h"
+#include "analyzer/base/format_text.h"
 
 namespace perftracker::analyzer {
 namespace {

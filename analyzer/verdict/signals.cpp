@@ -5,7 +5,7 @@
 #include <set>
 
 #include "analyzer/detect/peers.h"
-#include "analyzer/verdict/report.h"
+#include "analyzer/verdict/candidate.h"
 #include "analyzer/base/stats.h"
 
 namespace perftracker::analyzer {

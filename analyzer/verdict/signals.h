@@ -9,11 +9,10 @@
 
 #include "analyzer/base/json_window.h"
 #include "analyzer/ingest/model.h"
+#include "analyzer/verdict/candidate.h"
 #include "analyzer/verdict/signal_specs.h"
 
 namespace perftracker::analyzer {
-
-struct Candidate;
 
 struct SignalDeviation {
   std::string name;  // "gpu.sm_clock_mhz"

@@ -181,14 +181,24 @@ inline ApiSlot& ByKind(ApiSlot (&slots)[5], cudaMemcpyKind kind) {
   return slots[i < 5 ? i : 4];
 }
 
+// Every hook's call: `call` forwarded inside `record` (opened just before, so that its host time
+// is the call's), which is finished with the call's outcome and `Finish`'s other arguments.
+template <typename Call>
+[[gnu::always_inline]] inline cudaError_t Recorded(CudaCall& record, Call call,
+                                                   Slot extra = kNoSlot,
+                                                   Slot device_slot = kNoSlot,
+                                                   uint64_t bytes = 0) {
+  const cudaError_t rc = call();
+  record.Finish(rc == cudaSuccess, extra, device_slot, bytes);
+  return rc;
+}
+
 // A call with no device work of its own to time: copies that block, allocations.
 template <typename Call>
 cudaError_t HostWork(ApiSlot& api, void* ret, uint64_t bytes, bool blocking, Call call) {
   CudaCall record(api, ret, /*device_timed=*/false, nullptr,
                   blocking ? HostTiming::kBlocking : HostTiming::kAlways);
-  const cudaError_t rc = call();
-  record.Finish(rc == cudaSuccess, kNoSlot, kNoSlot, bytes);
-  return rc;
+  return Recorded(record, call, kNoSlot, kNoSlot, bytes);
 }
 
 // Stream work (async copies, memsets) whose device time is sampled onto the API slot itself.
@@ -196,9 +206,7 @@ template <typename Call>
 cudaError_t StreamWork(ApiSlot& api, void* ret, cudaStream_t stream, uint64_t bytes, Call call) {
   const bool timed = !g_cupti_timing.load(std::memory_order_relaxed);
   CudaCall record(api, ret, timed, stream, HostTiming::kSampled, /*stream_work=*/true);
-  const cudaError_t rc = call();
-  record.Finish(rc == cudaSuccess, kNoSlot, api.Get(), bytes);
-  return rc;
+  return Recorded(record, call, kNoSlot, api.Get(), bytes);
 }
 
 }  // namespace perftracker::preload

@@ -31,9 +31,7 @@ cudaError_t Launch(ApiSlot& api, void* ret, const void* func, cudaStream_t strea
   const Slot kernel = KernelSlot(func);  // before the call: it may ask the runtime for the name
   const bool timed = !g_cupti_timing.load(std::memory_order_relaxed);
   CudaCall record(api, ret, timed, stream, HostTiming::kSampled, /*stream_work=*/true);
-  const cudaError_t rc = call();
-  record.Finish(rc == cudaSuccess, kernel, kernel);
-  return rc;
+  return Recorded(record, call, kernel, kernel);
 }
 
 template <typename Call>
@@ -41,9 +39,7 @@ cudaError_t GraphLaunch(void* ret, cudaStream_t stream, Call call) {
   // A graph launched into a capturing stream becomes a node of that graph: captured too.
   CudaCall record(g_api_graph, ret, /*timed=*/true, stream, HostTiming::kSampled,
                   /*stream_work=*/true);
-  const cudaError_t rc = call();
-  record.Finish(rc == cudaSuccess);
-  return rc;
+  return Recorded(record, call);
 }
 
 }  // namespace

@@ -40,9 +40,7 @@ template <typename Call>
 cudaError_t Record(ApiSlot& api, void* ret, bool blocking, Call call) {
   CudaCall record(api, ret, /*device_timed=*/false, nullptr,
                   blocking ? HostTiming::kBlocking : HostTiming::kSampled);
-  const cudaError_t rc = call();
-  record.Finish(rc == cudaSuccess);
-  return rc;
+  return Recorded(record, call);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "preload/core/entry_call.h"
 #include "preload/core/log.h"
 #include "preload/core/versioned_entry.h"
 #include "preload/driver/driver_tier.h"
@@ -112,19 +113,7 @@ perftracker_dlsym_entry:
   jne 1f
   jmp *%rax
 1:
-  pushq %rdi
-  .cfi_adjust_cfa_offset 8
-  pushq %rsi
-  .cfi_adjust_cfa_offset 8
-  subq $8, %rsp
-  .cfi_adjust_cfa_offset 8
-  call perftracker_dlsym_slow
-  addq $8, %rsp
-  .cfi_adjust_cfa_offset -8
-  popq %rsi
-  .cfi_adjust_cfa_offset -8
-  popq %rdi
-  .cfi_adjust_cfa_offset -8
+)" PT_ENTRY_CALL("perftracker_dlsym_slow") R"(
   testq %rax, %rax
   jz 2f
   jmp *%rax
@@ -153,17 +142,10 @@ perftracker_dlsym_entry:
   cbnz w17, 1f
   br x16
 1:
-  stp x29, x30, [sp, -32]!
-  .cfi_def_cfa_offset 32
-  .cfi_offset 29, -32
-  .cfi_offset 30, -24
-  mov x29, sp
-  stp x0, x1, [sp, 16]
-  bl perftracker_dlsym_slow
+)" PT_ENTRY_CALL("perftracker_dlsym_slow") R"(
   cbz x0, 2f
   mov x16, x0
-  ldp x0, x1, [sp, 16]
-  ldp x29, x30, [sp], 32
+)" PT_ENTRY_RESTORE R"(
   .cfi_remember_state
   .cfi_restore 30
   .cfi_restore 29

@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "preload/core/config.h"
+#include "preload/core/entry_call.h"
 #include "preload/core/log.h"
 #include "preload/core/py_mode.h"
 #include "preload/core/symbols.h"
@@ -180,19 +181,7 @@ asm(R"(
 perftracker_dlopen_entry:
   .cfi_startproc
   endbr64
-  pushq %rdi
-  .cfi_adjust_cfa_offset 8
-  pushq %rsi
-  .cfi_adjust_cfa_offset 8
-  subq $8, %rsp
-  .cfi_adjust_cfa_offset 8
-  call perftracker_dlopen_prehook
-  addq $8, %rsp
-  .cfi_adjust_cfa_offset -8
-  popq %rsi
-  .cfi_adjust_cfa_offset -8
-  popq %rdi
-  .cfi_adjust_cfa_offset -8
+)" PT_ENTRY_CALL("perftracker_dlopen_prehook") R"(
   jmp *%rax
   .cfi_endproc
   .size perftracker_dlopen_entry, .-perftracker_dlopen_entry
@@ -208,16 +197,9 @@ asm(R"(
 perftracker_dlopen_entry:
   .cfi_startproc
   hint 34
-  stp x29, x30, [sp, -32]!
-  .cfi_def_cfa_offset 32
-  .cfi_offset 29, -32
-  .cfi_offset 30, -24
-  mov x29, sp
-  stp x0, x1, [sp, 16]
-  bl perftracker_dlopen_prehook
+)" PT_ENTRY_CALL("perftracker_dlopen_prehook") R"(
   mov x16, x0
-  ldp x0, x1, [sp, 16]
-  ldp x29, x30, [sp], 32
+)" PT_ENTRY_RESTORE R"(
   .cfi_restore 30
   .cfi_restore 29
   .cfi_def_cfa_offset 0

@@ -26,18 +26,10 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "support"))
+from checks import expect, fail  # noqa: E402
 JOB = os.path.join(HERE, "run_command_job.py")
 PYTHON = "/usr/bin/python3"
-
-
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
-
-
-def expect(cond, msg):
-    if not cond:
-        fail(msg)
 
 
 def base_env(tmp):

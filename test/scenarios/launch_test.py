@@ -23,7 +23,8 @@ import subprocess
 import sys
 import tempfile
 
-import jobs
+import jobs  # puts test/support on the path
+from checks import fail  # noqa: E402
 
 LAUNCH = os.path.join(jobs.REPO, "examples", "launch")
 DDP_JOB = os.path.join(jobs.HERE, "torch_ddp_job.py")
@@ -69,11 +70,6 @@ fail=0
 for p in "${pids[@]}"; do wait "$p" || fail=1; done
 exit $fail
 """
-
-
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
 
 
 def base_env(tools):

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <string>
 
+#include "nccl_id_file.h"
 #include "tests/test_kernels.h"
 
 namespace {
@@ -32,27 +33,6 @@ bool Ok(ncclResult_t rc, const char* what) {
 #define TRY(call) \
   if (!Ok((call), #call)) return 3
 
-ncclUniqueId ExchangeId(int rank, const std::string& path) {
-  ncclUniqueId id;
-  if (rank == 0) {
-    ncclGetUniqueId(&id);
-    const std::string tmp = path + ".tmp";
-    FILE* f = std::fopen(tmp.c_str(), "wb");
-    std::fwrite(&id, sizeof id, 1, f);
-    std::fclose(f);
-    std::rename(tmp.c_str(), path.c_str());
-    return id;
-  }
-  for (;;) {
-    if (FILE* f = std::fopen(path.c_str(), "rb")) {
-      const size_t n = std::fread(&id, sizeof id, 1, f);
-      std::fclose(f);
-      if (n == 1) return id;
-    }
-    usleep(10'000);
-  }
-}
-
 void Kernel(const void* kernel, int64_t ns, cudaStream_t s) {
   cudaLaunchKernel(kernel, simgpu_test::GridForNs(ns), dim3(simgpu_test::kThreads), nullptr, 0, s);
 }
@@ -61,7 +41,7 @@ int Train(int iters, const std::string& id_path, bool equal) {
   const int rank = std::atoi(std::getenv("RANK"));
   const int n = std::atoi(std::getenv("WORLD_SIZE"));
   simgpu_test::RegisterTestKernels();
-  const ncclUniqueId id = ExchangeId(rank, id_path);
+  const ncclUniqueId id = ExchangeNcclId(rank, id_path);
   ncclComm_t comm;
   TRY(ncclCommInitRank(&comm, n, id, rank));
   cudaStream_t s;

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "nccl_id_file.h"
 #include "tests/test_kernels.h"
 
 namespace {
@@ -137,32 +138,11 @@ int CuptiFirst() {
   return Runtime();
 }
 
-ncclUniqueId ExchangeId(int rank, const std::string& path) {
-  ncclUniqueId id;
-  if (rank == 0) {
-    CHECK_NCCL(ncclGetUniqueId(&id));
-    const std::string tmp = path + ".tmp";
-    FILE* f = std::fopen(tmp.c_str(), "wb");
-    std::fwrite(&id, sizeof id, 1, f);
-    std::fclose(f);
-    std::rename(tmp.c_str(), path.c_str());
-    return id;
-  }
-  for (;;) {
-    if (FILE* f = std::fopen(path.c_str(), "rb")) {
-      const size_t n = std::fread(&id, sizeof id, 1, f);
-      std::fclose(f);
-      if (n == 1) return id;
-    }
-    usleep(10'000);
-  }
-}
-
 int Nccl(int iters, const std::string& id_path) {
   const int rank = std::atoi(std::getenv("RANK"));
   const int n = std::atoi(std::getenv("WORLD_SIZE"));
   simgpu_test::RegisterTestKernels();
-  const ncclUniqueId id = ExchangeId(rank, id_path);
+  const ncclUniqueId id = ExchangeNcclId(rank, id_path);
   ncclComm_t comm;
   CHECK_NCCL(ncclCommInitRank(&comm, n, id, rank));
   cudaStream_t s;
@@ -210,7 +190,7 @@ int NcclNonBlocking(int iters, const std::string& id_path) {
   const int rank = std::atoi(std::getenv("RANK"));
   const int n = std::atoi(std::getenv("WORLD_SIZE"));
   simgpu_test::RegisterTestKernels();
-  const ncclUniqueId id = ExchangeId(rank, id_path);
+  const ncclUniqueId id = ExchangeNcclId(rank, id_path);
   std::string codes;
   const auto note = [&codes](const char* what, ncclResult_t rc) {
     codes += std::string(what) + "=" + std::to_string(static_cast<int>(rc)) + " ";

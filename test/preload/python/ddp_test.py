@@ -18,12 +18,8 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "support"))
 import hang_dump  # noqa: E402
+from checks import fail  # noqa: E402
 STEPS = 12
-
-
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
 
 
 def load(cli, path):

@@ -22,16 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 JOB = os.path.join(HERE, "helpers_job.py")
 sys.path.insert(0, os.path.join(HERE, "..", "..", "support"))
 import hang_dump  # noqa: E402
-
-
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
-
-
-def expect(cond, msg):
-    if not cond:
-        fail(msg)
+from checks import expect, fail  # noqa: E402
 
 
 def dump(cli, path):

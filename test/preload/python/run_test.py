@@ -25,6 +25,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "support"))
+from checks import expect, fail  # noqa: E402
 KIND = {1: "python", 6: "collective", 7: "sync", 8: "gc", 9: "dataloader"}
 
 
@@ -40,16 +42,6 @@ runpy.run_path(sys.argv[1], run_name="__main__")
 sys.settrace(None)
 print("traced f:", calls[0])
 """
-
-
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
-
-
-def expect(cond, msg):
-    if not cond:
-        fail(msg)
 
 
 def test_env(args, env_extra, tmp, unset=()):

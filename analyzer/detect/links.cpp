@@ -1,124 +1,16 @@
-// Culprit, not victim (C4, arXiv 2406.04594): a slow rank makes its peers wait inside the next
-// collective, so their collective time grows while its own does not. Who holds the others back
-// is read from arrival order (launch offsets within the iteration), and slow links from the
-// wire time of network connections (NCCL profiler plugin), else from point-to-point transfers
-// that are slow at both ends.
+// C4's link matrix: slow links from the wire time of network connections (NCCL profiler
+// plugin), else from point-to-point transfers that are slow at both ends. An isolated slow pair
+// is a slow link; slow pairs that share one node are a slow node.
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <set>
+#include <string>
 
-#include "analyzer/detect/detect.h"
 #include "analyzer/base/stats.h"
+#include "analyzer/detect/detect.h"
+#include "analyzer/detect/tally.h"
 
 namespace perftracker::analyzer {
-namespace {
-
-struct ArrivalTally {
-  int present = 0, flagged = 0;
-  double delay = 0, z = 0, iteration = 0, last_share = 0, peers_wait = 0;
-};
-
-double Offset(const CollectiveSum& c) {
-  return c.offset_weight > 0 ? c.offset_weighted / c.offset_weight : -1;
-}
-
-// Per member: median delay of its launches behind the peers' median, and the share of
-// collectives it was the last to launch.
-void Delays(const Frame& f, const PeerGroup& g, size_t k, std::vector<double>* delay,
-            std::vector<double>* last_share) {
-  std::vector<std::vector<double>> per(g.members.size());
-  std::vector<int> last(g.members.size());
-  int collectives = 0;
-  const auto& colls = f.ds->catalog.collectives();
-  for (size_t c = 0; c < colls.size(); ++c) {
-    if (colls[c].peer >= 0) continue;
-    std::vector<std::pair<size_t, double>> offs;
-    for (size_t i = 0; i < g.members.size(); ++i) {
-      const Slot* s = SlotAt(f, g.members[i], k);
-      if (s && c < s->collectives.size() && Offset(s->collectives[c]) >= 0) {
-        offs.push_back({i, Offset(s->collectives[c])});
-      }
-    }
-    if (offs.size() < 3) continue;
-    std::vector<double> v;
-    for (const auto& [i, o] : offs) v.push_back(o);
-    const double med = MedianOf(v);
-    for (const auto& [i, o] : offs) per[i].push_back(o - med);
-    ++collectives;
-    ++last[std::max_element(offs.begin(), offs.end(), [](auto& a, auto& b) {
-             return a.second < b.second;
-           })->first];
-  }
-  delay->assign(g.members.size(), 0);
-  last_share->assign(g.members.size(), 0);
-  for (size_t i = 0; i < g.members.size(); ++i) {
-    (*delay)[i] = per[i].empty() ? 0 : Median(per[i]);
-    (*last_share)[i] = collectives ? static_cast<double>(last[i]) / collectives : 0;
-  }
-}
-
-void TallyArrival(const Frame& f, const PeerGroup& g, size_t k, std::vector<ArrivalTally>* t) {
-  std::vector<double> delay, last_share, iters, comm;
-  Delays(f, g, k, &delay, &last_share);
-  std::vector<size_t> present;
-  for (size_t i = 0; i < g.members.size(); ++i) {
-    if (const Slot* s = SlotAt(f, g.members[i], k)) {
-      present.push_back(i);
-      iters.push_back(s->MeanIterationNs());
-      comm.push_back(MetricValue(f, g.members[i], k, -1, Aggregate::kCollectives));
-    }
-  }
-  if (present.size() < 3) return;
-  const double iter = MedianOf(iters), comm_median = MedianOf(comm);
-  std::vector<double> d;
-  for (const size_t i : present) d.push_back(delay[i]);
-  const double med = MedianOf(d);
-  const double sigma = std::max({RobustSigma(d, med), f.th.absolute_floor * iter, 1.0});
-  for (const size_t i : present) {
-    ArrivalTally& a = (*t)[i];
-    ++a.present;
-    const double z = (delay[i] - med) / sigma;
-    if (z <= f.th.z || delay[i] - med <= f.th.min_excess_share * iter) continue;
-    ++a.flagged;
-    a.delay += delay[i] - med, a.z += z, a.iteration += iter, a.last_share += last_share[i];
-    a.peers_wait += comm_median - MetricValue(f, g.members[i], k, -1, Aggregate::kCollectives);
-  }
-}
-
-}  // namespace
-
-std::vector<Finding> DetectArrival(const Frame& f) {
-  std::vector<Finding> out;
-  for (size_t gi = 0; gi < f.groups->size(); ++gi) {
-    const PeerGroup& g = (*f.groups)[gi];
-    if (g.members.size() < 3) continue;
-    std::vector<ArrivalTally> t(g.members.size());
-    for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) TallyArrival(f, g, k, &t);
-    for (size_t i = 0; i < g.members.size(); ++i) {
-      const ArrivalTally& a = t[i];
-      if (a.flagged == 0 || a.flagged < NeededWindows(a.present)) continue;
-      const double n = a.flagged;
-      Finding x;
-      x.source = Source::kArrival;
-      x.group = static_cast<int>(gi);
-      x.ranks = {f.ds->ranks[g.members[i]].rank()};
-      x.label = "late arrival at collectives";
-      x.value_ns = a.delay / n;
-      x.deviation = a.z / n;
-      x.iteration_ns = a.iteration / n;
-      x.excess_ns = std::max(0.0, a.peers_wait / n);
-      x.windows_seen = a.flagged;
-      x.windows_total = a.present;
-      x.extra["arrival_delay_s"] = a.delay / n * 1e-9;
-      x.extra["last_to_arrive_share"] = a.last_share / n;
-      x.extra["peers_wait_s_per_iter"] = a.peers_wait / n * 1e-9;
-      out.push_back(std::move(x));
-    }
-  }
-  return out;
-}
-
 namespace {
 
 using Cell = std::pair<int, int>;
@@ -127,10 +19,8 @@ struct EndSum {
   double device_ns = 0, byte_samples = 0, per_iter_ns = 0;
 };
 
-struct CellTally {
-  int present = 0, flagged = 0;
-  double per_byte = 0, median = 0, z = 0, excess = 0, iteration = 0;
-};
+// value: ns per byte of the cell's slowest end (or direction).
+using CellTally = FlaggedSums;
 
 // Global rank of every (communicator, rank in it), from the live slots: a send's peer is a rank
 // of its communicator (a pipeline communicator made by ncclCommSplit has ranks 0..n-1).
@@ -145,11 +35,13 @@ std::map<std::pair<uint64_t, int>, int> GlobalRanks(const Frame& f) {
   return out;
 }
 
-// Point-to-point ends of slot k: (cell, rank) -> sums.
 using GlobalRankMap = std::map<std::pair<uint64_t, int>, int>;
 
-std::map<std::pair<Cell, int>, EndSum> Ends(const Frame& f, size_t k, const GlobalRankMap& global) {
-  std::map<std::pair<Cell, int>, EndSum> ends;
+// Each transfer of slot k that moved bytes and had its device time sampled, as `add(rank, peer,
+// placed, sums)`: network sends (`net`, op net_send), else point-to-point sends and receives.
+// peer is the other end's global rank when `placed`, else its rank in the communicator.
+template <typename Add>
+void Transfers(const Frame& f, size_t k, const GlobalRankMap& global, bool net, Add add) {
   const auto& colls = f.ds->catalog.collectives();
   for (size_t ri = 0; ri < f.ds->ranks.size(); ++ri) {
     const Slot* s = SlotAt(f, ri, k);
@@ -157,20 +49,42 @@ std::map<std::pair<Cell, int>, EndSum> Ends(const Frame& f, size_t k, const Glob
     const int rank = f.ds->ranks[ri].rank();
     for (size_t c = 0; c < s->collectives.size(); ++c) {
       const CollectiveSum& cs = s->collectives[c];
-      if (colls[c].peer < 0 || IsNetOp(colls[c].op) || colls[c].bytes == 0 ||
-          cs.device_samples <= 0) {
-        continue;
-      }
+      const bool kind = net ? colls[c].op == format::CollectiveOp::kNetSend
+                            : colls[c].peer >= 0 && !IsNetOp(colls[c].op);
+      if (!kind || colls[c].bytes == 0 || cs.device_samples <= 0) continue;
       const auto g = global.find({colls[c].comm_id, colls[c].peer});
-      const int peer = g != global.end() ? g->second : colls[c].peer;
-      const Cell cell{std::min(rank, peer), std::max(rank, peer)};
-      EndSum& e = ends[{cell, rank}];
-      e.device_ns += cs.device_ns;
-      e.byte_samples += static_cast<double>(colls[c].bytes) * cs.device_samples;
-      e.per_iter_ns += cs.device_ns * cs.count / cs.device_samples / std::max(1.0, s->iterations);
+      const bool placed = g != global.end();
+      EndSum e;
+      e.device_ns = cs.device_ns;
+      e.byte_samples = static_cast<double>(colls[c].bytes) * cs.device_samples;
+      e.per_iter_ns = cs.device_ns * cs.count / cs.device_samples / std::max(1.0, s->iterations);
+      add(rank, placed ? g->second : colls[c].peer, placed, e);
     }
   }
+}
+
+void Accumulate(const EndSum& e, EndSum* to) {
+  to->device_ns += e.device_ns;
+  to->byte_samples += e.byte_samples;
+  to->per_iter_ns += e.per_iter_ns;
+}
+
+// Point-to-point ends of slot k: (cell, rank) -> sums.
+std::map<std::pair<Cell, int>, EndSum> Ends(const Frame& f, size_t k, const GlobalRankMap& global) {
+  std::map<std::pair<Cell, int>, EndSum> ends;
+  Transfers(f, k, global, /*net=*/false, [&](int rank, int peer, bool, const EndSum& e) {
+    Accumulate(e, &ends[{{std::min(rank, peer), std::max(rank, peer)}, rank}]);
+  });
   return ends;
+}
+
+// The slowest iteration of slot k among the ranks, ns.
+double SlowestIteration(const Frame& f, size_t k) {
+  double iter = 0;
+  for (size_t ri = 0; ri < f.ds->ranks.size(); ++ri) {
+    if (const Slot* s = SlotAt(f, ri, k)) iter = std::max(iter, s->MeanIterationNs());
+  }
+  return iter;
 }
 
 void TallyLinks(const Frame& f, size_t k, const GlobalRankMap& global,
@@ -191,16 +105,13 @@ void TallyLinks(const Frame& f, size_t k, const GlobalRankMap& global,
     it->second.second = std::max(it->second.second, e.per_iter_ns * (1 - med / pb));
     worst_per_byte[key.first] = std::max(worst_per_byte[key.first], pb);
   }
-  double iter = 0;
-  for (size_t ri = 0; ri < f.ds->ranks.size(); ++ri) {
-    if (const Slot* s = SlotAt(f, ri, k)) iter = std::max(iter, s->MeanIterationNs());
-  }
+  const double iter = SlowestIteration(f, k);
   for (const auto& [cell, v2] : verdict) {
     CellTally& t = (*cells)[cell];
     ++t.present;
     if (!v2.first) continue;
     ++t.flagged;
-    t.per_byte += worst_per_byte[cell], t.median += med, t.excess += v2.second;
+    t.value += worst_per_byte[cell], t.median += med, t.excess += v2.second;
     t.z += (worst_per_byte[cell] - med) / sigma, t.iteration += iter;
   }
 }
@@ -220,25 +131,9 @@ bool HasNetCells(const Frame& f) {
 
 std::map<Cell, EndSum> NetCells(const Frame& f, size_t k, const GlobalRankMap& global) {
   std::map<Cell, EndSum> cells;  // directed: (sender, receiver)
-  const auto& colls = f.ds->catalog.collectives();
-  for (size_t ri = 0; ri < f.ds->ranks.size(); ++ri) {
-    const Slot* s = SlotAt(f, ri, k);
-    if (!s) continue;
-    const int rank = f.ds->ranks[ri].rank();
-    for (size_t c = 0; c < s->collectives.size(); ++c) {
-      const CollectiveSum& cs = s->collectives[c];
-      if (colls[c].op != format::CollectiveOp::kNetSend || colls[c].bytes == 0 ||
-          cs.device_samples <= 0) {
-        continue;
-      }
-      const auto g = global.find({colls[c].comm_id, colls[c].peer});
-      if (g == global.end() || g->second == rank) continue;  // peer not placed: no cell
-      EndSum& e = cells[{rank, g->second}];
-      e.device_ns += cs.device_ns;
-      e.byte_samples += static_cast<double>(colls[c].bytes) * cs.device_samples;
-      e.per_iter_ns += cs.device_ns * cs.count / cs.device_samples / std::max(1.0, s->iterations);
-    }
-  }
+  Transfers(f, k, global, /*net=*/true, [&](int rank, int peer, bool placed, const EndSum& e) {
+    if (placed && peer != rank) Accumulate(e, &cells[{rank, peer}]);  // peer not placed: no cell
+  });
   return cells;
 }
 
@@ -269,16 +164,13 @@ void TallyNetLinks(const Frame& f, size_t k, const GlobalRankMap& global,
     x.worst = std::max(x.worst, pb);
     x.excess += e.per_iter_ns * std::max(0.0, 1 - base / pb);
   }
-  double iter = 0;
-  for (size_t ri = 0; ri < f.ds->ranks.size(); ++ri) {
-    if (const Slot* s = SlotAt(f, ri, k)) iter = std::max(iter, s->MeanIterationNs());
-  }
+  const double iter = SlowestIteration(f, k);
   for (const auto& [pair, x] : verdict) {
     CellTally& t = (*pairs)[pair];
     ++t.present;
     if (!x.slow) continue;
     ++t.flagged;
-    t.per_byte += x.worst, t.median += base, t.excess += x.excess;
+    t.value += x.worst, t.median += base, t.excess += x.excess;
     t.z += (x.worst - base) / sigma, t.iteration += iter;
   }
 }
@@ -304,16 +196,8 @@ std::string CommonHost(const Frame& f, const std::vector<Cell>& cells) {
 }
 
 Finding LinkFinding(const CellTally& t, bool net) {
-  const double n = t.flagged;
-  Finding x;
+  Finding x = Averaged(t);
   x.source = Source::kLink;
-  x.value_ns = t.per_byte / n;
-  x.peer_median_ns = t.median / n;
-  x.deviation = t.z / n;
-  x.excess_ns = t.excess / n;
-  x.iteration_ns = t.iteration / n;
-  x.windows_seen = t.flagged;
-  x.windows_total = t.present;
   if (net) {
     // ns per byte -> GB/s (bytes per ns).
     x.extra["basis"] = "network wire time per byte (NCCL profiler proxy events, sender side)";
@@ -362,7 +246,7 @@ std::vector<Finding> DetectLinks(const Frame& f) {
   }
   std::vector<Cell> slow;
   for (const auto& [cell, t] : cells) {
-    if (t.flagged > 0 && t.flagged >= NeededWindows(t.present)) slow.push_back(cell);
+    if (Persists(t)) slow.push_back(cell);
   }
   std::vector<Finding> out;
   const std::string host = CommonHost(f, slow);

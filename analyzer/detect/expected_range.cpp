@@ -1,0 +1,105 @@
+// The expected range (detect.h): what every rank of a group shares, which comparing ranks
+// cannot see -- host-blocking functions (data loader, GC, syncs) and copies above their share of
+// the step on the median rank.
+#include <algorithm>
+
+#include "analyzer/base/stats.h"
+#include "analyzer/detect/detect.h"
+
+namespace perftracker::analyzer {
+namespace {
+
+using format::FunctionKind;
+
+bool Blocking(FunctionKind k) {
+  return k == FunctionKind::kDataLoader || k == FunctionKind::kGc || k == FunctionKind::kSync;
+}
+
+// A host sync every few steps (loss logging) absorbs the device time the host ran ahead by:
+// it waits long but costs nothing, because the device was busy all along. Only a sync on every
+// iteration puts the host on the critical path (the device idles while the host prepares the
+// next step), so only those are held to the expected range.
+bool SyncOnEveryIteration(const Frame& f, const PeerGroup& g, size_t k, size_t fn) {
+  std::vector<double> calls;
+  for (const size_t m : g.members) {
+    const Slot* s = SlotAt(f, m, k);
+    if (s && s->iterations > 0) {
+      calls.push_back(fn < s->functions.size() ? s->functions[fn].count / s->iterations : 0);
+    }
+  }
+  return !calls.empty() && Median(calls) >= 0.9;
+}
+
+// What a blocking function costs the host per iteration: for the data loader and the collector
+// everything they call (a slow collate or dataset is a slow data loader). A sync waits for the
+// device, which was busy all the while: it costs only the idle it leaves behind, while the host
+// prepares what comes next -- at most the host's time on the critical path (the device had
+// nothing queued). Where the rank's device timeline is unknown, its wait proves nothing lost.
+double BlockingValue(const Frame& f, size_t r, size_t k, size_t fn) {
+  const Slot* s = SlotAt(f, r, k);
+  if (!s || fn >= s->functions.size()) return 0;
+  const FunctionKind kind = f.ds->catalog.functions()[fn].kind;
+  const FunctionSum sum = s->functions[fn];
+  const bool inclusive = kind == FunctionKind::kDataLoader || kind == FunctionKind::kGc;
+  const double value =
+      PerIteration(*s, inclusive ? std::max(sum.total_ns, sum.self_ns) : sum.self_ns);
+  if (kind != FunctionKind::kSync) return value;
+  return std::min(value, std::max(0.0, f.host_critical[r][k]));
+}
+
+}  // namespace
+
+std::vector<Finding> DetectExpectedRange(const Frame& f) {
+  std::vector<Finding> out;
+  const auto& fns = f.ds->catalog.functions();
+  std::vector<std::pair<size_t, double>> vals;
+  for (size_t gi = 0; gi < f.groups->size(); ++gi) {
+    const PeerGroup& g = (*f.groups)[gi];
+    const std::vector<double> iterations = GroupIterations(f, g);
+    for (size_t fn = 0; fn < fns.size(); ++fn) {
+      const FunctionKind kind = fns[fn].kind;
+      if (!Blocking(kind) && kind != FunctionKind::kMemcpy) continue;
+      const double bound = Blocking(kind) ? f.th.blocking_expected : f.th.memcpy_expected;
+      Finding x;
+      int present = 0;
+      for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {
+        vals.clear();
+        for (const size_t m : g.members) {
+          if (SlotAt(f, m, k)) {
+            vals.push_back({m, Blocking(kind) ? BlockingValue(f, m, k, fn)
+                                              : MetricValue(f, m, k, static_cast<int32_t>(fn),
+                                                            Aggregate::kNone)});
+          }
+        }
+        if (vals.empty()) continue;
+        ++present;
+        std::vector<double> v;
+        for (const auto& [m, value] : vals) v.push_back(value);
+        const double med = MedianOf(v), iter = iterations[k];
+        if (iter <= 0 || med / iter <= bound) continue;
+        if (kind == FunctionKind::kSync && !SyncOnEveryIteration(f, g, k, fn)) continue;
+        ++x.windows_seen;
+        x.value_ns += med, x.iteration_ns += iter, x.peer_median_ns += bound * iter;
+        for (const auto& [m, value] : vals) {
+          if (value / iter > bound) x.ranks.push_back(f.ds->ranks[m].rank());
+        }
+      }
+      if (x.windows_seen == 0 || x.windows_seen < NeededWindows(present)) continue;
+      const double n = x.windows_seen;
+      x.source = Source::kExpectedRange;
+      x.group = static_cast<int>(gi);
+      x.function = static_cast<int32_t>(fn);
+      x.value_ns /= n, x.iteration_ns /= n, x.peer_median_ns /= n;
+      x.deviation = (x.value_ns - x.peer_median_ns) / x.iteration_ns;
+      x.excess_ns = x.value_ns - x.peer_median_ns;
+      x.windows_total = present;
+      std::sort(x.ranks.begin(), x.ranks.end());
+      x.ranks.erase(std::unique(x.ranks.begin(), x.ranks.end()), x.ranks.end());
+      x.extra["expected_max_share"] = bound;
+      out.push_back(std::move(x));
+    }
+  }
+  return out;
+}
+
+}  // namespace perftracker::analyzer

@@ -1,0 +1,107 @@
+// The per-slot view every detector reads (frame.cpp): each rank's slots in the aligned order, the
+// per-iteration value of any metric in them, and the thresholds the detectors judge by.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "analyzer/detect/peers.h"
+#include "analyzer/ingest/model.h"
+
+namespace perftracker::analyzer {
+
+struct Thresholds {
+  double z = 5.0;                   // k in median + k MAD
+  double min_excess_share = 0.005;  // of the iteration, for a slot to count
+  double relative_floor = 0.02;     // sigma floor as a share of the peer median
+  double absolute_floor = 0.002;    // sigma floor as a share of the iteration
+  double blocking_expected = 0.01;  // data loader, GC, syncs: expected share of the iteration
+  double memcpy_expected = 0.05;
+  double min_score = 0.01;  // candidates below are not reported (the paper's beta gate)
+  // Collectives' expected range (bandwidth.cpp): per-GPU link peaks in GB/s, inside a node and
+  // between nodes (0: unknown, not judged), and the least fraction of it a collective should get.
+  double intra_link_gbps = 0;
+  double inter_link_gbps = 0;
+  double bus_expected = 0.5;
+  // Largest chance, given the peers' rate of flagged windows, of a rank being flagged in as
+  // many windows as it was, for the finding to stand. Strict, because it is asked of every
+  // function on every rank: a fault on one rank has a chance of 1e-6 or less, noise 0.01-0.1.
+  double max_chance = 0.001;
+};
+
+// Sums over all functions of a kind: a fault that slows every kernel (or every Python function)
+// a little is invisible per function and obvious in the sum.
+enum class Aggregate : uint8_t { kNone, kKernels, kPython, kCudaApi, kMemcpy, kCollectives };
+
+// One catalog function (aggregate kNone) or one kind's sum (function -1).
+struct Metric {
+  int32_t function = -1;
+  Aggregate aggregate = Aggregate::kNone;
+};
+// Detectors gather this many functions' values member by member, at once: one function across
+// thousands of members is a cache miss per member (differential.cpp TallyMetrics).
+inline constexpr size_t kFunctionBlock = 64;
+
+// Per-slot view shared by the detectors.
+struct Frame {
+  const Dataset* ds;
+  const std::vector<PeerGroup>* groups;
+  Thresholds th;
+  std::vector<std::vector<const Slot*>> slots;  // [rank index][slot index], null when absent
+  // aggregates[rank index][slot index][Aggregate]: per-iteration ns.
+  std::vector<std::vector<std::array<double, 6>>> aggregates;
+  // The same for the sampling variance of those sums (ns^2 per iteration^2).
+  std::vector<std::vector<std::array<double, 6>>> aggregate_vars;
+  // Per catalog function: the kind sum it is counted in. A CUDA API call is recorded under its
+  // API function and again under its call site (a child of it): only the API function counts.
+  std::vector<Aggregate> summed_in;
+  int threads = 1;  // for the per-function work (Dataset::threads)
+  // [rank index][slot index]: the host's time on the critical path, ns per iteration (the
+  // device had nothing queued); < 0 where the slot has no device timeline.
+  std::vector<std::vector<double>> host_critical;
+  // Per catalog function: the training loop itself (LoopFrames), never a candidate.
+  std::vector<bool> loop;
+};
+
+// Python frames that enclose iteration boundaries: a script's module body, `main`, the function
+// holding the step loop. They are open across windows (the collector reports them in slices:
+// time without a completed call) in most slots they have time in. Their time is the loop's; their
+// callees are judged, they never are.
+std::vector<bool> LoopFrames(const Dataset& ds);
+inline bool IsLoopFrame(const Frame& f, int32_t fn) {
+  return fn >= 0 && static_cast<size_t>(fn) < f.loop.size() && f.loop[static_cast<size_t>(fn)];
+}
+
+Frame MakeFrame(const Dataset& ds, const std::vector<PeerGroup>& groups, const Thresholds& th);
+
+// The catalog's functions compared one by one (not communication: arrival order judges where
+// victims wait, arrival.cpp), kFunctionBlock at a time, in catalog order.
+std::vector<std::vector<Metric>> FunctionBlocks(const Frame& f);
+
+// Per-iteration value of a metric in a slot.
+double MetricValue(const Frame& f, size_t rank_index, size_t slot_index, int32_t function,
+                   Aggregate aggregate);
+// Its variance from timing only a sample of the calls (0 when every call was timed).
+double MetricSamplingVar(const Frame& f, size_t rank_index, size_t slot_index, int32_t function,
+                         Aggregate aggregate);
+const Slot* SlotAt(const Frame& f, size_t rank_index, size_t slot_index);
+// The slots in which `function` ran on any of `rank_indices`; every slot when it ran in all of
+// them or in none. An intermittent cause (a checkpoint every N steps) is then measured where it
+// happened, on the same basis as the windows its finding was seen in.
+std::vector<bool> SlotsWhereRan(const Frame& f, const std::vector<size_t>& rank_indices,
+                                int32_t function);
+std::string_view AggregateName(Aggregate a);
+// The kind sum a function belongs to (kNone for collectives and kinds without a sum).
+Aggregate AggregateOf(const FunctionInfo& info);
+
+// Windows a finding must be seen in, out of `present`.
+int NeededWindows(int present);
+
+// Per-iteration value of a slot's total (ns, or any unit summed per window).
+double PerIteration(const Slot& s, double ns);
+// Per slot, the median of a group's members' mean iteration time (ns).
+std::vector<double> GroupIterations(const Frame& f, const PeerGroup& g);
+
+}  // namespace perftracker::analyzer

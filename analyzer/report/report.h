@@ -1,0 +1,22 @@
+// The renderers of a Report (verdict/report.h): one file each.
+#pragma once
+
+#include <cstddef>
+#include <ostream>
+#include <string>
+#include <string_view>
+
+#include "analyzer/base/json_window.h"
+#include "analyzer/verdict/report.h"
+
+namespace perftracker::analyzer {
+
+void WriteText(const Report& report, size_t top, std::ostream& out);  // report_text.cpp
+Json ReportJson(const Report& report, size_t top);                     // report_json.cpp
+void WriteHtml(const Report& report, size_t top, std::ostream& out);  // report_html.cpp
+
+// Strings from input files may hold any bytes.
+std::string JsonText(const Json& j, int indent);
+std::string HtmlEscape(std::string_view s);
+
+}  // namespace perftracker::analyzer

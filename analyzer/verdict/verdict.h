@@ -1,0 +1,51 @@
+// Stage 5: verdicts. Findings and hangs become classified, merged, ordered candidates
+// (rank.cpp), then each gets the evidence that says why: its frame in the user's code
+// (depth.cpp), its share of the critical path (beta.cpp), its host's run queue (host_time.cpp),
+// its helper processes (helpers.cpp), the hardware signals that explain it (signals.h) and the
+// step without it (what_if.cpp).
+#pragma once
+
+#include <vector>
+
+#include "analyzer/detect/detect.h"
+#include "analyzer/detect/hangs.h"
+#include "analyzer/ingest/model.h"
+#include "analyzer/verdict/candidate.h"
+
+namespace perftracker::analyzer {
+
+// A candidate's score: the share of the step it costs, times its persistence (the share of the
+// windows where it was seen; 1 when none were counted) (rank.cpp).
+double Score(double lost_ns, double step_ns, double windows_seen, double windows_total);
+
+// Stage 5 (rank.cpp): findings and hangs to classified, merged, ordered candidates.
+std::vector<Candidate> RankCandidates(const Frame& frame, const std::vector<Finding>& findings,
+                                      const std::vector<Hang>& hangs, double iteration_s);
+
+// A Python candidate flagged deep in a library names the first frame of the user's own code
+// (else the highest) whose inclusive time explains >= 80% of the deviation (depth.cpp).
+void LiftToUserDepth(const Frame& f, std::vector<Candidate>* cands);
+// Whether dataset rank `rank_index` is one of the candidate's ranks (rank.cpp).
+bool OnCandidateRanks(const Frame& f, const Candidate& c, size_t rank_index);
+
+// Each candidate's own critical-path share (beta: its critical time over the iteration time) on
+// its ranks, and its peers' median, where the windows carry critical-path time (beta.cpp).
+// An expected-range finding on the critical path already says it for its subtree.
+void AttachBeta(const Frame& f, std::vector<Candidate>* cands);
+
+// Host-timed candidates (host_time.cpp): the training loop's run-queue delay on their ranks
+// against their peers' (evidence run_queue; most of the excess explained: host_cpu, decided by
+// it), and on ranks that drive a device only the time that reached the rank's critical path
+// (the host's own time while the device had nothing queued; evidence host_critical_path).
+void AttachRunQueue(const Frame& f, std::vector<Candidate>* cands);
+void ChargeCriticalPath(const Frame& f, std::vector<Candidate>* cands);
+
+// "Job ~N% faster without this": each candidate's time lost per iteration taken off the step,
+// as evidence what_if (what_if.cpp).
+void AttachWhatIf(double iteration_s, std::vector<Candidate>* cands);
+
+// The helper processes of a data-loader verdict's ranks, with the functions they spent most on
+// beyond the peers' helpers, as the candidate's evidence "helpers" (helpers.cpp).
+void AttachHelperEvidence(const Dataset& ds, std::vector<Candidate>* candidates);
+
+}  // namespace perftracker::analyzer
