@@ -43,8 +43,9 @@ double BlockingValue(const Frame& f, size_t r, size_t k, size_t fn) {
   const bool inclusive = kind == FunctionKind::kDataLoader || kind == FunctionKind::kGc;
   const double value =
       PerIteration(*s, inclusive ? std::max(sum.total_ns, sum.self_ns) : sum.self_ns);
-  if (kind != FunctionKind::kSync) return value;
-  return std::min(value, std::max(0.0, f.host_critical[r][k]));
+  const double critical = f.host_critical[r][k];
+  if (kind != FunctionKind::kSync || critical == -1) return value;
+  return std::min(value, std::max(0.0, critical));
 }
 
 }  // namespace

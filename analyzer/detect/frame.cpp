@@ -69,7 +69,9 @@ std::array<double, 6> Aggregates(const Dataset& ds, const std::vector<Aggregate>
   }
   for (double& v : a) v = PerIteration(s, v);
   const bool known = s.windows > 0 && s.critical_windows >= s.windows && s.device_windows > 0;
-  *host_critical = known ? PerIteration(s, critical) : -1;
+  // -2: the collector recorded critical time without a device timeline (it is no measure);
+  // -1: no critical-path data at all (a library before it, a generator without it).
+  *host_critical = known ? PerIteration(s, critical) : critical > 0 ? -2 : -1;
   return a;
 }
 

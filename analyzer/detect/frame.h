@@ -59,7 +59,8 @@ struct Frame {
   std::vector<Aggregate> summed_in;
   int threads = 1;  // for the per-function work (Dataset::threads)
   // [rank index][slot index]: the host's time on the critical path, ns per iteration (the
-  // device had nothing queued); < 0 where the slot has no device timeline.
+  // device had nothing queued); -2 where critical time came without a device timeline, -1
+  // where the slot has no critical-path data.
   std::vector<std::vector<double>> host_critical;
   // Per catalog function: the training loop itself (LoopFrames), never a candidate.
   std::vector<bool> loop;

@@ -159,10 +159,10 @@ Wait ArrivalWait(const Frame& f, const Candidate& c) {
       if (s == nullptr || !ran[k]) continue;
       iterations += s->iterations;
       for (size_t i = 0; i < fns.size() && i < s->functions.size(); ++i) {
-        const bool python = fns[i].kind == format::FunctionKind::kPython;
-        if (!python && !fns[i].comm && fns[i].kind != format::FunctionKind::kCollective) continue;
-        const FunctionSum sum = s->functions[i];
-        ns[i] += python ? sum.self_ns : sum.total_ns;
+        // Visible collectives have arrival order of their own (arrival.cpp): the Python frames
+        // are where an invisible one's wait shows.
+        if (fns[i].kind != format::FunctionKind::kPython) continue;
+        ns[i] += s->functions[i].self_ns;
       }
     }
     for (double& v : ns) v = iterations > 0 ? v / iterations : 0;

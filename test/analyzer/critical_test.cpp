@@ -17,6 +17,9 @@ constexpr char kLog[] = "/home/user/train.py:80:log_metrics";
 // rank 0 runs kLog for 60 ms of its 500 ms step, of which `critical_share` starved its device.
 void AddLogging(int rank, double critical_share, format::Window* w) {
   w->critical_path = true;
+  // The collector's timeline: the device idles 1 ms a step, more where rank 0 starved it.
+  w->device_idle_ns = 1'000'000 * std::max<uint64_t>(w->iterations.count, 1) *
+                      (rank == 0 ? 1 + static_cast<uint64_t>(60 * critical_share) : 1);
   if (rank != 0) return;
   const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
   format::FunctionPattern f;
