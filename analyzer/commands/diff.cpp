@@ -66,9 +66,11 @@ void AddCollectives(const Dataset& ds, const RankData& r, Profile* p) {
   for (const Slot& s : r.slots) {
     for (size_t i = 0; i < s.collectives.size() && i < cs.size(); ++i) {
       const CollectiveInfo& c = cs[i];
-      const std::string key = "c" + std::to_string(static_cast<int>(c.op)) + ":" +
-                              std::to_string(c.bytes) + ":" + std::to_string(c.comm_size) +
-                              (c.peer >= 0 ? ":p2p" : "");
+      // Appended, not "c" + std::string&&: GCC 12 at -O3 warns (-Wrestrict) on the prepend into
+      // a temporary, a false positive (GCC bug 105329).
+      std::string key = "c";
+      key += std::to_string(static_cast<int>(c.op)) + ":" + std::to_string(c.bytes) + ":" +
+             std::to_string(c.comm_size) + (c.peer >= 0 ? ":p2p" : "");
       sums[key].first += s.collectives[i].device_ns;
       sums[key].second += s.collectives[i].device_samples;
       names[key] = c.name + " (" + std::to_string(c.bytes) + " B)";

@@ -46,7 +46,7 @@ std::vector<std::string> ChildEnvironment(const std::string& library, const std:
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string_view var(*e);
     if (var.starts_with("LD_PRELOAD=")) {
-      if (var.size() > 11) preload += ":" + std::string(var.substr(11));
+      if (var.size() > 11) (preload += ':') += var.substr(11);
     } else if (!var.starts_with("PERFTRACKER_RUN=") &&
                !(var.starts_with("PERFTRACKER_DIR=") && !dir.empty())) {
       env.emplace_back(var);
