@@ -70,7 +70,7 @@ TEST_CASE("bad values are one line and exit 2", "[analyzer][cli]") {
   }
 }
 
-TEST_CASE("--opt=value and --opt value are the same", "[analyzer][cli]") {
+TEST_CASE("an option takes its value after = or after a space", "[analyzer][cli]") {
   const std::string dir = MakeTempDir();
   JobSpec spec;
   spec.shape = SmallShape();
