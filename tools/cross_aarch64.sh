@@ -6,8 +6,9 @@
 # Not covered here (README "aarch64"): simgpu, the CUDA/NCCL/Python hook tests, real torch.
 #
 #   tools/cross_aarch64.sh [BUILD_DIR]      (default build-aarch64)
-# Ends with "aarch64: N passed, N failed", or "aarch64: skipped (reason)" and exit 0 where the
-# cross toolchain cannot be installed (not a Debian amd64 machine, no network).
+# Ends with "aarch64: N passed, N failed, N skipped" (each skip one "aarch64: skip WHAT (why)"
+# line before it), or "aarch64: skipped (reason)" and exit 0 where the cross toolchain cannot be
+# installed (not a Debian amd64 machine, no network). A check says `ok` only when it ran.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -40,15 +41,22 @@ log="$dir/build.log"
 mkdir -p "$dir"
 targets=(perftracker unit_tests recorder_tests pt_two_runtimes pt_framework_main)
 if ! { cmake -S "$root" -B "$dir" -DCMAKE_TOOLCHAIN_FILE="$root/cmake/aarch64-linux-gnu.cmake" \
-         -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPERFTRACKER_SIMGPU=OFF -DPERFTRACKER_BENCHMARKS=OFF &&
+         -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPERFTRACKER_SIMGPU=OFF -DPERFTRACKER_BENCHMARKS=OFF \
+         -DBUILD_TESTING=ON -DPERFTRACKER_WERROR=ON &&
        cmake --build "$dir" -j"$(nproc)" "${targets[@]/#/--target=}"; } >"$log" 2>&1; then
   tail -n 40 "$log"
-  echo "aarch64: 0 passed, 1 failed (cross build)"
+  echo "aarch64: FAIL cross build"
+  echo "aarch64: 0 passed, 1 failed, 0 skipped"
   exit 1
 fi
 
 passed=0
 failed=0
+skipped=0
+skip_check() {  # skip_check NAME WHY
+  echo "aarch64: skip $1 ($2)"
+  skipped=$((skipped + 1))
+}
 check() {  # check NAME COMMAND...: one line per check
   local out
   if out=$("${@:2}" 2>&1); then
@@ -93,21 +101,24 @@ if ((threads)); then
 else
   check "recorder tests (single-threaded ones)" "${qemu[@]}" "$dir/test/preload/core/recorder_tests" \
     "[aggregator],[period],[critical]"
+  skip_check "recorder tests (those that start threads)" "qemu-user cannot start threads here"
 fi
 
-# Runs a binding program three ways (no library, library passive, library recording) and
-# expects the same output each time and COUNT calls of NAME in the rank's ring file (recording
-# only where threads run).
+# Runs a binding program without the library and then with it, passive (MODE passive: same
+# output) or recording (MODE recording: same output, and COUNT calls of NAME in the rank's ring
+# file; the library's writer is a thread, so this needs threads).
 binding() {
-  local program=$1 name=$2 count=$3 expected out ring
+  local mode=$1 program=$2 name=$3 count=$4 expected out ring
   local base=("${qemu[@]}" -E "LD_LIBRARY_PATH=$bind/libs")
-  expected=$("${base[@]}" "$bind/$program" ${4:-}) || return 1
-  out=$("${base[@]}" -E "LD_PRELOAD=$lib" "$bind/$program" ${4:-}) || return 1
-  [[ "$out" == "$expected" ]] || { echo "passive: '$out', without the library: '$expected'"; return 1; }
-  ((threads)) || return 0
+  expected=$("${base[@]}" "$bind/$program" ${5:-}) || return 1
+  if [[ $mode == passive ]]; then
+    out=$("${base[@]}" -E "LD_PRELOAD=$lib" "$bind/$program" ${5:-}) || return 1
+    [[ "$out" == "$expected" ]] || { echo "passive: '$out', without the library: '$expected'"; return 1; }
+    return 0
+  fi
   ring=$(mktemp -d)
   out=$("${base[@]}" -E "LD_PRELOAD=$lib" -E "PERFTRACKER_DIR=$ring" -E PERFTRACKER_JOB_ID=arm \
-        -E PERFTRACKER_SAMPLE_EVERY=1 -E RANK=0 -E WORLD_SIZE=1 "$bind/$program" ${4:-}) || return 1
+        -E PERFTRACKER_SAMPLE_EVERY=1 -E RANK=0 -E WORLD_SIZE=1 "$bind/$program" ${5:-}) || return 1
   [[ "$out" == "$expected" ]] || { echo "recording: '$out', without the library: '$expected'"; return 1; }
   "$native/analyzer/perftracker" dump "$ring/arm/$(hostname)/rank-0.ptr" | python3 -c '
 import json, sys
@@ -125,14 +136,22 @@ if got != want:
   rm -rf "$ring"
   return $rc
 }
-if [[ -x "$native/analyzer/perftracker" ]]; then
-  check "two CUDA runtimes, each its own calls (local)" binding pt_two_runtimes cudaLaunchKernel 1700 local
-  check "two CUDA runtimes, each its own calls (global)" binding pt_two_runtimes cudaLaunchKernel 1700 global
-  check "frameworks' own NCCL loaded RTLD_LOCAL" binding pt_framework_main ncclAllReduce 158
-else
-  echo "aarch64: FAIL binding programs need the native analyzer at $native (build it first)"
-  failed=$((failed + 1))
-fi
+bindings=("two CUDA runtimes, each its own calls (local)|pt_two_runtimes cudaLaunchKernel 1700 local"
+          "two CUDA runtimes, each its own calls (global)|pt_two_runtimes cudaLaunchKernel 1700 global"
+          "frameworks' own NCCL loaded RTLD_LOCAL|pt_framework_main ncclAllReduce 158 -")
+for b in "${bindings[@]}"; do
+  read -r program name count arg <<<"${b#*|}"
+  [[ $arg == - ]] && arg=""
+  check "${b%%|*}, passive" binding passive "$program" "$name" "$count" $arg
+  if ((!threads)); then
+    skip_check "${b%%|*}, recording" "qemu-user cannot start threads here"
+  elif [[ ! -x "$native/analyzer/perftracker" ]]; then
+    echo "aarch64: FAIL ${b%%|*}, recording: needs the native analyzer at $native (build it first)"
+    failed=$((failed + 1))
+  else
+    check "${b%%|*}, recording" binding recording "$program" "$name" "$count" $arg
+  fi
+done
 
-echo "aarch64: $passed passed, $failed failed"
+echo "aarch64: $passed passed, $failed failed, $skipped skipped"
 ((failed == 0))

@@ -7,7 +7,7 @@ packages=(
   cmake make g++ pkg-config binutils
   clang libclang-rt-14-dev                       # libFuzzer and sanitizer runtimes
   libflatbuffers-dev flatbuffers-compiler libzstd-dev libxxhash-dev libunwind-dev
-  catch2 libbenchmark-dev nlohmann-json3-dev libfmt-dev libcli11-dev
+  catch2 libbenchmark-dev nlohmann-json3-dev libcli11-dev  # CLI11: the analyzer's options
   python3-dev python3-torch                      # the real PyTorch (CPU, gloo) for integration tests
   chromium                                       # the HTML report's browser test (headless)
 )

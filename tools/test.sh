@@ -1,33 +1,99 @@
 #!/usr/bin/env bash
 # Sets up the machine, builds, and runs every test: the regular build (unit, integration,
-# simgpu, analyzer, scenarios), the unit tests again under ASan+UBSan, the fuzz targets for a
-# bounded number of runs, the aarch64 cross build under qemu-user, and the format benchmark. Ends with one line "N passed, N failed".
+# simgpu, analyzer, scenarios), the installed targets in Release as a user builds them, the unit
+# tests again under ASan+UBSan, the fuzz targets for a bounded number of runs, the aarch64 cross
+# build under qemu-user, and the format benchmark. Every build treats warnings as errors.
+#
+# Ends with what was skipped and why, what failed, and then one line, the last, that CI reads:
+#   N passed, N failed, N skipped
+# A test that skips (ctest's exit 77), a group configure left out (build/left_out.txt) and a
+# check the aarch64 stage could not run are skipped, never passed. In CI (CI=true, where
+# tools/setup.sh installed everything) a skip for a dependency setup installs is a failure, and
+# a stage that ends without its summary line is one anywhere.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-tools/setup.sh || { echo "setup failed"; exit 1; }
 
-jobs=$(nproc)
 passed=0
 failed=0
+skipped=0
+skips=()     # "what: why"
+failures=()  # "what: why"
+ci=0
+[[ ${CI:-} == true ]] && ci=1
+# Reasons that name what tools/setup.sh installs (the browser test's chromium, Debian's torch,
+# the Python headers sim_train builds with).
+setup_deps='chromium|torch|Python'
 
-# Runs ctest in a build directory and adds its totals to ours.
+summary() {
+  echo
+  echo "== summary"
+  local line
+  for line in "${skips[@]}"; do echo "skipped: $line"; done
+  for line in "${failures[@]}"; do echo "failed: $line"; done
+  echo "$passed passed, $failed failed, $skipped skipped"
+}
+
+fail() { failed=$((failed + 1)); failures+=("$1"); }
+
+# skip WHAT WHY: a skip; in CI, one for a dependency setup installs fails the run instead.
+skip() {
+  if ((ci)) && [[ $2 =~ $setup_deps ]]; then
+    fail "$1: skipped in CI, where tools/setup.sh installs what it needs ($2)"
+  else
+    skipped=$((skipped + 1))
+    skips+=("$1: $2")
+  fi
+}
+
+tools/setup.sh || { fail "tools/setup.sh"; summary; exit 1; }
+jobs=$(nproc)
+
+# The last line of a test's output in ctest's log of its last run: a skipped test's reason.
+skip_reason() {
+  awk -v name="$2" '
+    /^[0-9]+\/[0-9]+ Test: / && substr($0, index($0, "Test: ") + 6) == name { want = 1; next }
+    want && /^Output:/ { getline; grab = 1; next }
+    grab && /^<end of output>/ { exit }
+    grab && NF { last = $0 }
+    END { print (last == "" ? "exit 77" : last) }
+  ' "$1/Testing/Temporary/LastTest.log" 2>/dev/null
+}
+
+# Runs ctest in a build directory and adds its totals to ours: its skipped tests (exit 77) as
+# skipped, with the reason each printed.
 run_ctest() {
   local dir=$1; shift
-  local log
+  local log total fail name
   log=$(mktemp)
   ctest --test-dir "$dir" --output-on-failure "$@" 2>&1 | tee "$log"
-  local total fail
   total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -1)
   fail=$(sed -n 's/.* \([0-9]*\) tests failed out of.*/\1/p' "$log" | tail -1)
   if [[ -z "$total" ]]; then
-    echo "test.sh: ctest in $dir ran nothing" >&2
-    failed=$((failed + 1))
-  else
-    passed=$((passed + total - fail))
-    failed=$((failed + fail))
+    fail "ctest in $dir: ran nothing"
+    rm -f "$log"
+    return
+  fi
+  local -a skipped_names failed_names
+  mapfile -t skipped_names < <(sed -n 's/^[[:space:]]*[0-9]* - \(.*\) (Skipped)$/\1/p' "$log")
+  mapfile -t failed_names < <(sed -n '/tests FAILED:/,$s/^[[:space:]]*[0-9]* - \(.*\) (.*)$/\1/p' "$log")
+  passed=$((passed + total - fail - ${#skipped_names[@]}))
+  for name in "${skipped_names[@]}"; do skip "$name ($dir)" "$(skip_reason "$dir" "$name")"; done
+  # Counted one by one so the summary names them; ctest's own count is the floor.
+  for name in "${failed_names[@]}"; do fail "$name ($dir)"; done
+  if ((fail > ${#failed_names[@]})); then
+    failed=$((failed + fail - ${#failed_names[@]}))
   fi
   rm -f "$log"
+}
+
+# Groups configure left out of a build (cmake/LeftOut.cmake), each a skip by name.
+report_left_out() {
+  local line
+  [[ -f $1/left_out.txt ]] || return 0
+  while IFS= read -r line; do
+    [[ -n $line ]] && skip "${line%%: *} (left out of $1 at configure)" "${line#*: }"
+  done <"$1/left_out.txt"
 }
 
 # Configures and builds quietly (only $targets when set); on failure shows the end of the log.
@@ -37,7 +103,7 @@ build() {
   local log="$dir/build.log"
   local target_args=()
   for t in ${targets:-}; do target_args+=(--target "$t"); done
-  if cmake -S "$root" -B "$dir" "$@" >"$log" 2>&1 &&
+  if cmake -S "$root" -B "$dir" -DPERFTRACKER_WERROR=ON "$@" >"$log" 2>&1 &&
      cmake --build "$dir" -j"$jobs" "${target_args[@]}" >>"$log" 2>&1; then
     return 0
   fi
@@ -46,42 +112,80 @@ build() {
 }
 
 echo "== build (RelWithDebInfo)"
-if build build -DCMAKE_BUILD_TYPE=RelWithDebInfo; then
+if build build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON; then
+  report_left_out build
   run_ctest build -j1
 else
-  echo "build failed"; failed=$((failed + 1))
+  fail "build (RelWithDebInfo)"
 fi
+
+# What `cmake --build` and `cmake --install` give a user: Release (GCC's -O3 warns where -O2
+# does not), no test suite compiled, and an install that needs nothing more.
+echo "== installed targets in Release, as a user builds them"
+prefix=$(mktemp -d)
+if build build-release -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF &&
+   cmake --install build-release --prefix "$prefix" >/dev/null &&
+   [[ -x $prefix/bin/perftracker && -f $prefix/lib/libperftracker.so ]] &&
+   [[ ! -d build-release/test/unit ]]; then
+  echo "ok: Release build and install, no test suite built"
+  passed=$((passed + 1))
+else
+  fail "Release build and install of the installed targets"
+fi
+rm -rf "$prefix"
 
 echo "== unit and analyzer tests under ASan+UBSan"
 if build build-asan -DPERFTRACKER_SANITIZE=address,undefined -DPERFTRACKER_SIMGPU=OFF \
-     -DPERFTRACKER_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=Debug; then
+     -DPERFTRACKER_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=Debug -DBUILD_TESTING=ON; then
   run_ctest build-asan -j"$jobs" -L 'unit|analyzer|recorder'
 else
-  echo "sanitizer build failed"; failed=$((failed + 1))
+  fail "sanitizer build"
 fi
 
 echo "== the recorder's and the analyzer's concurrent parts under TSan"
 if targets="recorder_tests analyzer_tests" build build-tsan -DPERFTRACKER_SANITIZE=thread \
-     -DPERFTRACKER_SIMGPU=OFF -DPERFTRACKER_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=Debug; then
+     -DPERFTRACKER_SIMGPU=OFF -DPERFTRACKER_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=Debug \
+     -DBUILD_TESTING=ON; then
   run_ctest build-tsan -j"$jobs" -L 'recorder|analyzer' -E html_browser
 else
-  echo "TSan build failed"; failed=$((failed + 1))
+  fail "TSan build"
 fi
 
 echo "== fuzz targets (libFuzzer, bounded runs)"
-if CC=clang CXX=clang++ targets="fuzz_seeds ring_reader_fuzz window_decode_fuzz reduced_decode_fuzz" build build-fuzz -DPERFTRACKER_FUZZ=ON -DPERFTRACKER_SIMGPU=OFF \
+if CC=clang CXX=clang++ targets="fuzz_seeds ring_reader_fuzz window_decode_fuzz reduced_decode_fuzz" \
+     build build-fuzz -DPERFTRACKER_FUZZ=ON -DPERFTRACKER_SIMGPU=OFF -DBUILD_TESTING=ON \
      -DPERFTRACKER_BENCHMARKS=OFF -DPERFTRACKER_SANITIZE=address,undefined; then
   run_ctest build-fuzz -L fuzz
 else
-  echo "fuzz build failed"; failed=$((failed + 1))
+  fail "fuzz build"
 fi
 
+# The stage's last line is its summary; a stage that dies before it (install failed, script
+# killed) has none, and that is a failure, not zero failures.
 echo "== aarch64 cross build under qemu-user"
 aarch64_log=$(mktemp)
 tools/cross_aarch64.sh build-aarch64 2>&1 | tee "$aarch64_log"
-read -r a_passed a_failed < <(sed -n 's/^aarch64: \([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' "$aarch64_log")
-passed=$((passed + ${a_passed:-0}))
-failed=$((failed + ${a_failed:-0}))
+aarch64_rc=${PIPESTATUS[0]}
+a_summary=$(sed -n 's/^aarch64: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\1 \2 \3/p' \
+  "$aarch64_log" | tail -1)
+a_skipped_stage=$(sed -n 's/^aarch64: skipped (\(.*\))$/\1/p' "$aarch64_log" | tail -1)
+if [[ -n $a_summary ]]; then
+  read -r a_passed a_failed a_skipped <<<"$a_summary"
+  passed=$((passed + a_passed))
+  failed=$((failed + a_failed))
+  ((a_failed == 0)) || failures+=("aarch64: $a_failed checks (above)")
+  while IFS= read -r line; do
+    [[ -n $line ]] && skip "aarch64: ${line%% (*}" "$(sed 's/.* (\(.*\))$/\1/' <<<"$line")"
+  done < <(sed -n 's/^aarch64: skip \(.*\)$/\1/p' "$aarch64_log")
+  if ((a_failed == 0 && aarch64_rc != 0)); then fail "aarch64: exit $aarch64_rc with no failed check"; fi
+  # Reconcile the skip count the stage reported with the lines it gave reasons on.
+  listed=$(grep -c '^aarch64: skip ' "$aarch64_log")
+  ((a_skipped == listed)) || fail "aarch64: $a_skipped skipped but $listed reasons given"
+elif [[ -n $a_skipped_stage ]]; then
+  skip "aarch64 stage" "$a_skipped_stage"
+else
+  fail "aarch64 stage: ended (exit $aarch64_rc) without its summary line"
+fi
 rm -f "$aarch64_log"
 
 echo "== format benchmark"
@@ -89,5 +193,5 @@ if [[ -x build/test/bench/format_bench ]]; then
   build/test/bench/format_bench --benchmark_min_time=0.2 2>&1 | grep -E '^BM_|^Run on|CPU'
 fi
 
-echo "tests: $passed passed, $failed failed"
+summary
 [[ $failed -eq 0 ]]

@@ -26,7 +26,8 @@ std::string Duration(double s) {
 
 std::string FormatProgress(size_t done, size_t total, double elapsed_s, size_t width) {
   const size_t filled = total == 0 ? width : std::min(width, done * width / total);
-  std::string out = "[" + std::string(filled, '#') + std::string(width - filled, '.') + "]";
+  std::string out(1, '[');  // appended, not prepended: GCC bug 105329 (false -Wrestrict at -O3)
+  out.append(filled, '#').append(width - filled, '.').push_back(']');
   const double rate = elapsed_s > 0 ? static_cast<double>(done) / elapsed_s : 0;
   char buf[96];
   std::snprintf(buf, sizeof buf, "  %zu/%zu files  %.1f files/s  ETA ", done, total, rate);

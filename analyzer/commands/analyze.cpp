@@ -7,6 +7,7 @@
 
 #include "analyzer/commands/analyze.h"
 #include "analyzer/commands/cli.h"
+#include "analyzer/commands/command_line.h"
 #include "analyzer/ingest/ingest.h"
 #include "analyzer/base/progress.h"
 #include "analyzer/report/report.h"
@@ -34,50 +35,6 @@ bool ParseLinkGbps(const std::string& v, Options* o) {
   o->inter_link_gbps = o->intra_link_gbps;
   if (*end == ',') o->inter_link_gbps = std::strtod(end + 1, &end);
   return *end == '\0' && o->intra_link_gbps > 0 && o->inter_link_gbps > 0;
-}
-
-bool ParseOptions(std::span<const std::string> args, Options* o, std::string* error) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const bool has_value = i + 1 < args.size();
-    const bool selects = a == "--last" || a == "--since" || a == "--iterations";
-    if ((a == "--json" || a == "--html" || a == "--top" || a == "--jobs" || a == "--threads" ||
-         a == "--min-score" || a == "--link-gbps" || selects) &&
-        !has_value) {
-      *error = a + " needs a value";
-      return false;
-    }
-    if (selects) {
-      if (!ParseSelectionFlag(a, args[i + 1], &o->selection, error)) return false;
-      ++i;
-    } else if (a == "--json")
-      o->json_path = args[++i];
-    else if (a == "--html")
-      o->html_path = args[++i];
-    else if (a == "--top")
-      o->top = std::strtoul(args[++i].c_str(), nullptr, 10);
-    else if (a == "--jobs" || a == "--threads")  // --threads: the earlier spelling
-      o->threads = std::atoi(args[++i].c_str());
-    else if (a == "--min-score")
-      o->min_score = std::atof(args[++i].c_str());
-    else if (a == "--link-gbps") {
-      if (!ParseLinkGbps(args[++i], o)) {
-        *error = "--link-gbps wants INTRA[,INTER] in GB/s, e.g. 450,50";
-        return false;
-      }
-    }
-    else if (a.starts_with("-") && a != "-") {
-      *error = "unknown option " + a;
-      return false;
-    } else if (o->dir.empty())
-      o->dir = a;
-    else {
-      *error = "more than one DIR";
-      return false;
-    }
-  }
-  if (o->dir.empty()) *error = "missing DIR";
-  return error->empty();
 }
 
 // The step as the program measures it: the median over the rank's slots of their mean
@@ -220,13 +177,26 @@ Report Analyze(std::unique_ptr<Dataset> dataset, const Thresholds& thresholds) {
 
 int AnalyzeCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   Options o;
+  CommandLine cl("analyze",
+                 "Rank root-cause candidates across every rank under DIR (ring files *.ptr and "
+                 "reduced files *.ptrd).");
+  cl.Argument("DIR", &o.dir, "the job's directory (any tree of its files)");
+  cl.Option("--json", &o.json_path, "write the report as JSON to PATH ('-': stdout, no text)");
+  cl.Option("--html", &o.html_path, "write a self-contained HTML report to PATH");
+  cl.Option("--top", &o.top, "candidates reported");
+  cl.Option("--jobs,--threads", &o.threads, "threads reading and comparing (0: every core)");
+  cl.Option("--min-score", &o.min_score, "the score a finding needs to become a candidate");
+  cl.Option(
+      "--link-gbps", "INTRA[,INTER]",
+      [&o](const std::string& v) {
+        return ParseLinkGbps(v, &o) ? ""
+                                    : "bad --link-gbps: wants INTRA[,INTER] in GB/s, e.g. 450,50";
+      },
+      "per-GPU link peak in GB/s inside a node and between nodes (judges collectives' bus "
+      "bandwidth)");
+  AddSelectionOptions(cl, &o.selection);
+  if (const auto code = cl.Parse(args, out, err)) return *code;
   std::string error;
-  if (!ParseOptions(args, &o, &error)) {
-    err << "perftracker analyze: " << error
-        << " (usage: perftracker analyze DIR [--json PATH|-] [--html PATH] [--top N] [--jobs N]"
-           " [--last N] [--since DURATION] [--iterations A:B] [--link-gbps INTRA[,INTER]])\n";
-    return kExitUsage;
-  }
   auto ds = Ingest(o.dir, {o.threads, TerminalOrNull(err)}, &error, o.selection);
   if (!ds) {
     err << "perftracker: " << error << "\n";

@@ -44,6 +44,7 @@ constexpr Command kCommands[] = {
 void PrintUsage(std::ostream& os) {
   os << "usage: perftracker COMMAND [ARGS]\n\ncommands:\n";
   for (const Command& c : kCommands) os << "  " << c.usage << "\n";
+  os << "\nperftracker COMMAND --help: the command's options and their defaults\n";
 }
 
 }  // namespace

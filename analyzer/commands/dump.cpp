@@ -1,6 +1,7 @@
 // perftracker dump FILE: the header, the live slot and every valid record as JSON lines, then a
 // summary line with what was read and what was skipped.
 #include "analyzer/commands/cli.h"
+#include "analyzer/commands/command_line.h"
 #include "analyzer/base/json_window.h"
 
 namespace perftracker::analyzer {
@@ -15,13 +16,15 @@ std::string Line(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 }  // namespace
 
 int DumpCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
-  if (args.size() != 1 || args[0].starts_with("-")) {
-    err << "usage: perftracker dump FILE\n";
-    return kExitUsage;
-  }
+  std::string file;
+  CommandLine cl("dump",
+                 "Print a ring file as JSON lines: its header, live slot and every valid record, "
+                 "then a summary line.");
+  cl.Argument("FILE", &file, "a ring file (*.ptr)");
+  if (const auto code = cl.Parse(args, out, err)) return *code;
   format::RingReader reader;
   std::string error;
-  if (reader.OpenFile(args[0], &error) != format::ReadStatus::kOk) {
+  if (reader.OpenFile(file, &error) != format::ReadStatus::kOk) {
     err << "perftracker: " << error << "\n";
     return kExitUsage;
   }

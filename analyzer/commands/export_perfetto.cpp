@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "analyzer/commands/cli.h"
+#include "analyzer/commands/command_line.h"
 #include "analyzer/ingest/ingest.h"
 #include "analyzer/base/progress.h"
 #include "analyzer/commands/analyze.h"
@@ -102,22 +103,13 @@ Json Trace(const Report& rep) {
 
 }  // namespace
 
-int ExportCommand(std::span<const std::string> args, std::ostream&, std::ostream& err) {
+int ExportCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   std::string dir, path;
-  bool bad = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--perfetto" && i + 1 < args.size()) {
-      path = args[++i];
-    } else if (!args[i].starts_with("-") && dir.empty()) {
-      dir = args[i];
-    } else {
-      bad = true;
-    }
-  }
-  if (bad || dir.empty() || path.empty()) {
-    err << "usage: perftracker export DIR --perfetto PATH\n";
-    return kExitUsage;
-  }
+  CommandLine cl("export", "The aligned windows as a trace for ui.perfetto.dev.");
+  cl.Argument("DIR", &dir, "the job's directory");
+  cl.Option("--perfetto", &path, "the trace to write (JSON)");
+  cl.Require("--perfetto");
+  if (const auto code = cl.Parse(args, out, err)) return *code;
   std::string error;
   auto ds = Ingest(dir, {0, TerminalOrNull(err)}, &error);
   if (!ds) {

@@ -6,6 +6,7 @@
 
 #include "analyzer/base/atomic_file.h"
 #include "analyzer/commands/cli.h"
+#include "analyzer/commands/command_line.h"
 #include "analyzer/ingest/ingest.h"
 #include "analyzer/base/progress.h"
 #include "analyzer/ingest/reduced.h"
@@ -14,46 +15,11 @@
 namespace perftracker::analyzer {
 namespace {
 
-constexpr char kUsage[] =
-    "usage: perftracker reduce DIR -o FILE [--jobs N] [--last N] [--since DURATION] "
-    "[--iterations A:B]\n";
-
 struct Options {
   std::string dir, output;
   int threads = 0;
   WindowSelection selection;
 };
-
-bool ParseOptions(std::span<const std::string> args, Options* o, std::string* error) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const bool takes_value = a == "-o" || a == "--output" || a == "--jobs" || a == "--last" ||
-                             a == "--since" || a == "--iterations";
-    if (takes_value && i + 1 >= args.size()) {
-      *error = a + " needs a value";
-      return false;
-    }
-    if (a == "-o" || a == "--output") {
-      o->output = args[++i];
-    } else if (a == "--jobs") {
-      o->threads = std::atoi(args[++i].c_str());
-    } else if (takes_value) {
-      if (!ParseSelectionFlag(a, args[i + 1], &o->selection, error)) return false;
-      ++i;
-    } else if (a.starts_with("-")) {
-      *error = "unknown option " + a;
-      return false;
-    } else if (o->dir.empty()) {
-      o->dir = a;
-    } else {
-      *error = "more than one DIR";
-      return false;
-    }
-  }
-  if (o->dir.empty()) *error = "missing DIR";
-  if (error->empty() && o->output.empty()) *error = "missing -o FILE";
-  return error->empty();
-}
 
 std::string Mib(double bytes) { return FormatNumber("%.1f MiB", bytes / (1 << 20)); }
 
@@ -61,11 +27,14 @@ std::string Mib(double bytes) { return FormatNumber("%.1f MiB", bytes / (1 << 20
 
 int ReduceCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   Options o;
+  CommandLine cl("reduce", "One node's ring files (or reduced files) as one small file for analyze.");
+  cl.Argument("DIR", &o.dir, "the node's directory of ring files");
+  cl.Option("-o,--output", &o.output, "the reduced file to write (FILE.ptrd), atomically");
+  cl.Require("--output");
+  cl.Option("--jobs", &o.threads, "threads reading (0: every core)");
+  AddSelectionOptions(cl, &o.selection);
+  if (const auto code = cl.Parse(args, out, err)) return *code;
   std::string error;
-  if (!ParseOptions(args, &o, &error)) {
-    err << "perftracker reduce: " << error << "\n" << kUsage;
-    return kExitUsage;
-  }
   Dataset ds;
   FileSet set;
   set.ranks = ReadFiles(o.dir, {o.threads, TerminalOrNull(err)}, &ds, &error, o.selection);

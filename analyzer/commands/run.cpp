@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "analyzer/commands/cli.h"
+#include "analyzer/commands/command_line.h"
 #include "analyzer/commands/run_report.h"
 
 extern char** environ;
@@ -46,7 +48,7 @@ std::vector<std::string> ChildEnvironment(const std::string& library, const std:
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string_view var(*e);
     if (var.starts_with("LD_PRELOAD=")) {
-      if (var.size() > 11) preload += ":" + std::string(var.substr(11));
+      if (var.size() > 11) (preload += ':') += var.substr(11);
     } else if (!var.starts_with("PERFTRACKER_RUN=") &&
                !(var.starts_with("PERFTRACKER_DIR=") && !dir.empty())) {
       env.emplace_back(var);
@@ -141,19 +143,19 @@ std::string FindPreloadLibrary() {
   return {};
 }
 
-int RunCommand(std::span<const std::string> args, std::ostream&, std::ostream& err) {
+int RunCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   std::string dir;
-  size_t i = 0;
-  for (; i < args.size() && args[i] != "--"; ++i) {
-    if (args[i] == "--dir" && i + 1 < args.size()) {
-      dir = args[++i];
-    } else {
-      err << "usage: perftracker run [--dir D] -- COMMAND...\n";
-      return kExitUsage;
-    }
-  }
+  // Everything after the first "--" is COMMAND, untouched: its own options are not ours.
+  const auto dashes = std::find(args.begin(), args.end(), std::string("--"));
+  const size_t i = static_cast<size_t>(dashes - args.begin());
+  CommandLine cl("run",
+                 "Run COMMAND (given after --) with libperftracker.so preloaded and wait for it; "
+                 "then say where the ring files are. Usage: perftracker run [--dir D] -- "
+                 "COMMAND...");
+  cl.Option("--dir", &dir, "PERFTRACKER_DIR for COMMAND (default: the library's own)");
+  if (const auto code = cl.Parse(args.first(i), out, err)) return *code;
   if (i + 1 >= args.size()) {
-    err << "usage: perftracker run [--dir D] -- COMMAND...\n";
+    err << "perftracker run: missing -- COMMAND... (see perftracker run --help)\n";
     return kExitUsage;
   }
   const std::string library = FindPreloadLibrary();

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "analyzer/commands/cli.h"
+#include "analyzer/commands/command_line.h"
 #include "analyzer/selftest/checks.h"
 
 extern char** environ;
@@ -103,29 +104,21 @@ RunResult RunWorkload(const std::string& label, const std::vector<std::string>& 
   return r;
 }
 
-const char kUsage[] =
-    "usage: perftracker selftest [--lib PATH] [--workload PATH] [--launches N] [--keep]\n";
-
 }  // namespace
 
 int SelftestCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
-  std::string library, workload, launches = "20000";
+  std::string library, workload;
+  size_t launch_count = 20000;
   bool keep = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const bool has_value = i + 1 < args.size();
-    if (args[i] == "--lib" && has_value) {
-      library = args[++i];
-    } else if (args[i] == "--workload" && has_value) {
-      workload = args[++i];
-    } else if (args[i] == "--launches" && has_value && std::atol(args[i + 1].c_str()) > 0) {
-      launches = args[++i];
-    } else if (args[i] == "--keep") {
-      keep = true;
-    } else {
-      err << kUsage;
-      return kExitUsage;
-    }
-  }
+  CommandLine cl("selftest", "Check the library against this node's CUDA stack.");
+  cl.Option("--lib", &library, "libperftracker.so to check (default: the one beside this binary)");
+  cl.Option("--workload", &workload,
+            "the workload to run (default: perftracker-selftest-workload beside this binary)");
+  cl.Option("--launches", &launch_count, "kernel launches timed for the cost per launch");
+  cl.Positive("--launches");
+  cl.Flag("--keep", &keep, "keep the runs' directory for a look after");
+  if (const auto code = cl.Parse(args, out, err)) return *code;
+  const std::string launches = std::to_string(launch_count);
   std::error_code ec;
   if (library.empty()) library = FindPreloadLibrary();
   if (library.empty() || !fs::exists(library, ec)) {

@@ -22,6 +22,7 @@
 #include "analyzer/base/atomic_file.h"
 #include "analyzer/commands/analyze.h"
 #include "analyzer/commands/cli.h"
+#include "analyzer/commands/command_line.h"
 #include "analyzer/ingest/ingest.h"
 #include "analyzer/report/prometheus.h"
 #include "analyzer/report/watch_events.h"
@@ -39,56 +40,11 @@ struct Options {
   std::string prometheus;
   // 8 windows: enough for the detectors' per-window statistics, few enough that a fault that
   // began a window ago already weighs in the persistence of the score.
-  uint64_t windows = 8;
+  size_t windows = 8;
   size_t top = 5;
   double min_score = Thresholds{}.min_score;
-  uint64_t rounds = 0;  // 0: until a signal
+  size_t rounds = 0;  // 0: until a signal
 };
-
-constexpr const char* kUsage =
-    "usage: perftracker watch DIR [--interval S] [--exit-on hang] [--json-lines]"
-    " [--prometheus FILE] [--windows K] [--top N] [--min-score X]";
-
-bool ParseOptions(std::span<const std::string> args, Options* o, std::string* error) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const bool valued = a == "--interval" || a == "--exit-on" || a == "--prometheus" ||
-                        a == "--windows" || a == "--top" || a == "--min-score" || a == "--rounds";
-    if (valued && i + 1 >= args.size()) {
-      *error = a + " needs a value";
-      return false;
-    }
-    if (a == "--interval") {
-      o->interval_s = std::atof(args[++i].c_str());
-      if (!(o->interval_s > 0)) *error = "--interval wants seconds > 0";
-    } else if (a == "--exit-on") {
-      o->exit_on_hang = args[++i] == "hang";
-      if (!o->exit_on_hang) *error = "--exit-on knows only 'hang'";
-    } else if (a == "--json-lines") {
-      o->json_lines = true;
-    } else if (a == "--prometheus") {
-      o->prometheus = args[++i];
-    } else if (a == "--windows") {
-      o->windows = std::strtoull(args[++i].c_str(), nullptr, 10);
-      if (o->windows == 0) *error = "--windows wants a count > 0";
-    } else if (a == "--top") {
-      o->top = std::strtoul(args[++i].c_str(), nullptr, 10);
-    } else if (a == "--min-score") {
-      o->min_score = std::atof(args[++i].c_str());
-    } else if (a == "--rounds") {
-      o->rounds = std::strtoull(args[++i].c_str(), nullptr, 10);
-    } else if (a.starts_with("-")) {
-      *error = "unknown option " + a;
-    } else if (o->dir.empty()) {
-      o->dir = a;
-    } else {
-      *error = "more than one DIR";
-    }
-    if (!error->empty()) return false;
-  }
-  if (o->dir.empty()) *error = "missing DIR";
-  return error->empty();
-}
 
 // Set by the handlers, read between rounds and while sleeping.
 volatile std::sig_atomic_t g_stop = 0;
@@ -258,11 +214,28 @@ class Watcher {
 
 int WatchCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
   Options o;
-  std::string error;
-  if (!ParseOptions(args, &o, &error)) {
-    err << "perftracker watch: " << error << " (" << kUsage << ")\n";
-    return kExitUsage;
-  }
+  CommandLine cl("watch",
+                 "Re-analyze a running job's newest windows every interval: a line per candidate "
+                 "that appears, changes or clears, and per hang.");
+  cl.Argument("DIR", &o.dir, "the job's directory");
+  cl.Option("--interval", &o.interval_s, "seconds between rounds");
+  cl.Positive("--interval");
+  cl.Option(
+      "--exit-on", "hang",
+      [&o](const std::string& v) {
+        o.exit_on_hang = v == "hang";
+        return o.exit_on_hang ? "" : "--exit-on knows only 'hang'";
+      },
+      "exit 3 once a hang is reported");
+  cl.Flag("--json-lines", &o.json_lines, "one JSON object per event instead of text");
+  cl.Option("--prometheus", &o.prometheus,
+            "after each round, the metrics in the Prometheus text format to FILE");
+  cl.Option("--windows", &o.windows, "each rank's newest K windows analyzed per round");
+  cl.Positive("--windows");
+  cl.Option("--top", &o.top, "candidates in the Prometheus metrics");
+  cl.Option("--min-score", &o.min_score, "the score a finding needs to become a candidate");
+  cl.Option("--rounds", &o.rounds, "stop after N rounds (0: until SIGINT or SIGTERM)");
+  if (const auto code = cl.Parse(args, out, err)) return *code;
   StopSignals signals;
   Watcher watcher(o, out, err);
   for (uint64_t round = 1; !g_stop; ++round) {

@@ -131,7 +131,10 @@ std::string RankListLabel(const std::vector<int>& ranks) {
     while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
     if (!out.empty()) out += ",";
     out += std::to_string(ranks[i]);
-    if (j > i) out += "-" + std::to_string(ranks[j]);
+    if (j > i) {  // appended, not "-" + std::string&&: GCC bug 105329 (false -Wrestrict at -O3)
+      out += '-';
+      out += std::to_string(ranks[j]);
+    }
     i = j + 1;
   }
   return out;

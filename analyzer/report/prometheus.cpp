@@ -47,7 +47,10 @@ bool ValidName(const std::string& name) {
 
 std::string RankList(const std::vector<int>& ranks) {
   std::string s;
-  for (const int r : ranks) s += (s.empty() ? "" : ",") + std::to_string(r);
+  for (const int r : ranks) {  // appended: GCC bug 105329 (false -Wrestrict at -O3) otherwise
+    if (!s.empty()) s += ',';
+    s += std::to_string(r);
+  }
   return s;
 }
 

@@ -9,7 +9,10 @@ namespace {
 
 std::string Ranks(const std::vector<int>& ranks) {
   std::string s;
-  for (const int r : ranks) s += (s.empty() ? "" : ",") + std::to_string(r);
+  for (const int r : ranks) {  // appended: GCC bug 105329 (false -Wrestrict at -O3) otherwise
+    if (!s.empty()) s += ',';
+    s += std::to_string(r);
+  }
   return s.empty() ? "-" : s;
 }
 
@@ -56,7 +59,7 @@ const Pairing kPairings[] = {
 
 std::string WhatChanged(const WatchCandidate& before, const WatchCandidate& after) {
   std::string what;
-  auto add = [&](const char* field) { what += (what.empty() ? "" : ",") + std::string(field); };
+  auto add = [&](const char* field) { (what += what.empty() ? "" : ",") += field; };
   if (before.rank_set != after.rank_set) add("rank_set");
   if (before.category != after.category) add("category");
   if (before.function != after.function) add("function");

@@ -305,8 +305,11 @@ Report Check(const std::vector<RunResult>& runs, const RunResult* cupti, long wa
     ok = true;
     for (size_t i = 1; i < n; ++i) {
       const long added = t[i].launch_ns - t[0].launch_ns;
+      // Appended, not prepended to a temporary: GCC bug 105329 (false -Wrestrict at -O3).
       cells.push_back(t[i].launch_ns < 0 ? "-"
-                                         : (added >= 0 ? "+" : "") + std::to_string(added) + " ns");
+                                         : std::string(added >= 0 ? "+" : "")
+                                               .append(std::to_string(added))
+                                               .append(" ns"));
       if (added > warn_ns) {
         ok = false;
         r.notes.push_back(runs[i].label + ": a launch costs " + std::to_string(added) +

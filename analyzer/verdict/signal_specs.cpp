@@ -118,7 +118,7 @@ std::string FormatSignal(const SignalSpec& spec, double v) {
     case U::kPercent:
       return Grouped(v, "%.1f") + " %";
     case U::kLanes:
-      return "x" + Grouped(v, "%.0f");
+      return std::string("x").append(Grouped(v, "%.0f"));  // not "x" + ...: GCC bug 105329
     case U::kGeneration:
       return "Gen" + Grouped(v, "%.0f");
     case U::kGbps:

@@ -218,13 +218,19 @@ TEST_CASE("untimed calls are ordered by epoch, timed ones by time", "[aggregator
   SegmentScratch scratch;
   OrderBySegment(&batch, &scratch);
   std::vector<std::string> order;
+  // A tag char then the number, appended: GCC 12 at -O3 reports a false -Wrestrict for
+  // "x" + std::string&& (GCC bug 105329).
+  const auto tagged = [](char tag, uint64_t n) {
+    std::string s(1, tag);
+    return s += std::to_string(n);
+  };
   for (const Event& e : batch) {
     if (e.type == EventType::kIteration) {
-      order.push_back("|" + std::to_string(e.t));
+      order.push_back(tagged('|', e.t));
     } else if ((e.t & kEpochTag) != 0) {
-      order.push_back("e" + std::to_string(e.t & ~kEpochTag));
+      order.push_back(tagged('e', e.t & ~kEpochTag));
     } else {
-      order.push_back("t" + std::to_string(e.t));
+      order.push_back(tagged('t', e.t));
     }
   }
   CHECK(order == std::vector<std::string>{"e2", "|100", "e6", "t150", "e3", "|200", "e7"});
@@ -383,14 +389,28 @@ TEST_CASE("schedstat lines parse and nothing else does", "[sched]") {
   CHECK_FALSE(ParseSchedStat("12 x 3", &cpu, &delay));
 }
 
-// The training loop's thread shares one CPU with a spinning thread: it is always runnable, so its
-// time on the CPU and in the run queue add up to the wall time, and both are large.
+// The training loop's thread shares one CPU with a spinning thread, so it both runs and waits in
+// the run queue. What the windows say is judged against the same thread's counters read around
+// the loop, not against the wall clock: on a loaded machine other processes take the CPU too, and
+// how much is theirs to decide. The windows after the first flush hold at most what the span
+// between the two flushes did, and most of what the loop did: the writer samples the thread at
+// its drains, so the last drain period's share goes to the window after the loop's.
 TEST_CASE("windows carry the training loop's CPU time and run-queue delay", "[writer][sched]") {
   Recording& rec = TheRecording();
   if (access("/proc/thread-self/schedstat", R_OK) != 0) {
     WARN("no schedstat in this kernel: nothing to check");
     return;
   }
+  const auto counters = [] {
+    std::ifstream is("/proc/thread-self/schedstat");
+    std::string text((std::istreambuf_iterator<char>(is)), std::istreambuf_iterator<char>());
+    std::pair<double, double> out;
+    uint64_t cpu = 0, delay = 0;
+    REQUIRE(ParseSchedStat(text.c_str(), &cpu, &delay));
+    out = {static_cast<double>(cpu), static_cast<double>(delay)};
+    return out;
+  };
+  const auto before_flush = counters();
   Flush();
   uint64_t first_iter = 0;
   for (const auto& w : ReadWindows(rec.path, nullptr))
@@ -406,26 +426,36 @@ TEST_CASE("windows carry the training loop's CPU time and run-queue delay", "[wr
     while (!stop.load(std::memory_order_relaxed)) {
     }
   });
-  const uint64_t start = NowNs();
+  const auto loop_start = counters();
   for (int it = 0; it < 30; ++it) {
     const uint64_t until = NowNs() + 5'000'000;
     while (NowNs() < until) {
     }
     MarkIteration(NowNs());
   }
-  const double wall = static_cast<double>(NowNs() - start);
+  const auto loop_end = counters();
   stop = true;
   spinner.join();
   REQUIRE(pthread_setaffinity_np(pthread_self(), sizeof saved, &saved) == 0);
   Flush();
+  const auto after_flush = counters();
   double cpu = 0, delay = 0;
   for (const auto& w : ReadWindows(rec.path, nullptr)) {
     if (w.iter_begin < first_iter) continue;
     cpu += static_cast<double>(w.thread_cpu_ns);
     delay += static_cast<double>(w.run_delay_ns);
   }
-  INFO("wall " << wall << " cpu " << cpu << " delay " << delay);
-  CHECK(cpu > 0.1 * wall);
-  CHECK(delay > 0.15 * wall);
-  CHECK(cpu + delay > 0.7 * wall);
+  const double loop_cpu = loop_end.first - loop_start.first;
+  const double loop_delay = loop_end.second - loop_start.second;
+  INFO("windows: cpu " << cpu << " delay " << delay << "; the thread in the loop: cpu "
+                       << loop_cpu << " delay " << loop_delay << "; between the flushes: cpu "
+                       << after_flush.first - before_flush.first << " delay "
+                       << after_flush.second - before_flush.second);
+  // The loop spun 150 ms on a CPU it shared: it ran, and it waited.
+  REQUIRE(loop_cpu > 0);
+  REQUIRE(loop_delay > 0);
+  CHECK(cpu >= 0.5 * loop_cpu);
+  CHECK(cpu <= after_flush.first - before_flush.first);
+  CHECK(delay >= 0.5 * loop_delay);
+  CHECK(delay <= after_flush.second - before_flush.second);
 }

@@ -222,8 +222,10 @@ TEST_CASE("exit waits a bounded time for a stalled disk and says so once", "[pre
 }
 
 TEST_CASE("fork() does not wait for the writer's ring-file writes", "[preload][life]") {
-  // With every write taking a second, a fork that waited on the writer (its lock was held for a
-  // whole round) took up to that second; now it takes what fork takes.
+  // With every write taking 4 s, a fork that waited on the writer (its lock was held for a
+  // whole round) took up to that long; now it takes what fork takes. Judged against forks of the
+  // same machine at the same time with a normal disk, with a quarter of a write as the margin: a
+  // loaded machine slows both, and no fork of a few threads takes a second.
   const auto fork_ms = [](const std::string& delay_ms) {
     std::string out;
     double seconds = 0;
@@ -240,10 +242,10 @@ TEST_CASE("fork() does not wait for the writer's ring-file writes", "[preload][l
     return std::make_pair(median, max);
   };
   const auto normal = fork_ms("0");
-  const auto slow = fork_ms("1000");
+  const auto slow = fork_ms("4000");
   INFO("fork ms, normal disk: median " << normal.first << " max " << normal.second
                                        << "; slow disk: median " << slow.first << " max "
                                        << slow.second);
-  CHECK(slow.second < 200);  // a fifth of one write
-  CHECK(slow.first < 50);
+  CHECK(slow.second < normal.second + 1000);
+  CHECK(slow.first < normal.first + 1000);
 }

@@ -232,7 +232,7 @@ std::string Describe(cudaGraph_t graph) {
   for (cudaGraphNode_t node : nodes) {
     cudaGraphNodeType type;
     if (cudaGraphNodeGetType(node, &type) != cudaSuccess) return "error";
-    out += " " + std::to_string(static_cast<int>(type));
+    (out += ' ') += std::to_string(static_cast<int>(type));  // GCC bug 105329 if prepended
   }
   return out;
 }

@@ -1,13 +1,18 @@
 // A program whose CUDA runtime the hooks cannot see: it drives the GPU through libcuda.so.1 alone,
 // as one linked with cudart_static does (its runtime calls stay inside the executable). Launches
 // 100 kernels, stays alive `argv[1]` milliseconds (the writer's checks run meanwhile), prints how
-// many launches succeeded.
+// many launches succeeded. With `argv[2]` FILE and `argv[3]` TEXT (its own stderr and a warning
+// expected there) it leaves as soon as TEXT is in FILE: the writer's check runs on its own
+// schedule, which a loaded machine delays.
 #include <cuda.h>
 #include <dlfcn.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
 #include <thread>
 
 #include "core/module_image.h"
@@ -35,7 +40,16 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 100; ++i) {
     ok += launch(f, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr) == CUDA_SUCCESS;
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(run_ms));
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(run_ms);
+  const auto said = [&] {
+    if (argc < 4 || argv[3][0] == '\0') return false;
+    std::ifstream is(argv[2]);
+    const std::string text((std::istreambuf_iterator<char>(is)), std::istreambuf_iterator<char>());
+    return text.find(argv[3]) != std::string::npos;
+  };
+  while (std::chrono::steady_clock::now() < until && !said()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   std::printf("launched %ld\n", ok);
   return 0;
 }
