@@ -31,10 +31,10 @@ bool SyncOnEveryIteration(const Frame& f, const PeerGroup& g, size_t k, size_t f
 }
 
 // What a blocking function costs the host per iteration: for the data loader and the collector
-// everything they call (a slow collate or dataset is a slow data loader). A sync waits for the
-// device, which was busy all the while: it costs only the idle it leaves behind, while the host
-// prepares what comes next -- at most the host's time on the critical path (the device had
-// nothing queued). Where the rank's device timeline is unknown, its wait proves nothing lost.
+// everything they call (a slow collate or dataset is a slow data loader); for a sync its own wait
+// (the host can run no further ahead than it: the paper's measure). Where the collector charged
+// critical time without a device timeline (a library that saw only the training thread's
+// launches), the wait proves the device busy and nothing more: it counts for nothing.
 double BlockingValue(const Frame& f, size_t r, size_t k, size_t fn) {
   const Slot* s = SlotAt(f, r, k);
   if (!s || fn >= s->functions.size()) return 0;
@@ -43,9 +43,7 @@ double BlockingValue(const Frame& f, size_t r, size_t k, size_t fn) {
   const bool inclusive = kind == FunctionKind::kDataLoader || kind == FunctionKind::kGc;
   const double value =
       PerIteration(*s, inclusive ? std::max(sum.total_ns, sum.self_ns) : sum.self_ns);
-  const double critical = f.host_critical[r][k];
-  if (kind != FunctionKind::kSync || critical == -1) return value;
-  return std::min(value, std::max(0.0, critical));
+  return kind == FunctionKind::kSync && f.host_critical[r][k] == -2 ? 0 : value;
 }
 
 }  // namespace

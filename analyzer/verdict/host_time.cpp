@@ -117,9 +117,11 @@ bool OffTheLoop(const Frame& f, const Candidate& c) {
 // reaches the next collective last and waits there least, while its peers wait the difference.
 // With visible collectives arrival order says so (culprit.cpp); when they are not (DDP over
 // gloo: the all-reduce runs inside backward), the wait shows in the Python frame that holds it:
-// the largest function whose own time on the peers (median) exceeds the candidate's ranks'
-// (mean), outside the candidate's own call path. Device waits (syncs, copies) do not count:
-// they wait for the rank's own device. Per iteration, over the slots the candidate ran in.
+// the largest function whose critical time on the peers (median) exceeds the candidate's
+// ranks' (mean), outside the candidate's own call path. Critical time, not its own time: a rank
+// that waits for another leaves its device idle, while one that waits for its own device (in a
+// sync, or in backward for autograd's thread) does not, and a rank that arrived later at such a
+// wait waits less without anyone waiting for it. Per iteration, over the slots it ran in.
 struct Wait {
   int32_t function = -1;
   double peer_ns = 0, rank_ns = 0;
@@ -162,7 +164,7 @@ Wait ArrivalWait(const Frame& f, const Candidate& c) {
         // Visible collectives have arrival order of their own (arrival.cpp): the Python frames
         // are where an invisible one's wait shows.
         if (fns[i].kind != format::FunctionKind::kPython) continue;
-        ns[i] += s->functions[i].self_ns;
+        ns[i] += s->functions[i].critical_ns;
       }
     }
     for (double& v : ns) v = iterations > 0 ? v / iterations : 0;

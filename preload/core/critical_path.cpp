@@ -7,6 +7,10 @@ namespace {
 
 // A blocking call that waited longer than this proves the device busy until it returned.
 constexpr uint64_t kWaitedNs = 20'000;
+// Other threads' launches kept for the iteration thread's next walks.
+constexpr size_t kMaxOthers = 1 << 16;
+// An other thread's launch that only says the device was busy until then (a blocking call).
+constexpr uint64_t kBusyUntil = UINT64_MAX;
 // Finished host intervals kept for callers still running; a frame that never returns (an outer
 // loop reported in slices) claims its callees at each slice, so this bound is rarely reached.
 constexpr size_t kMaxFinished = 8192;
@@ -40,7 +44,84 @@ bool Placed(const Event& e) {
   return e.type == EventType::kNativeCall || e.type == EventType::kCollLaunch;
 }
 
+// Each event's time (`times`): its own, or for an untimed native call a place spread evenly
+// between the timed events around it, from `before` on. Returns the latest time placed.
+uint64_t PlaceTimes(std::span<const Event> events, uint64_t before, std::vector<uint64_t>* times) {
+  times->assign(events.size(), 0);
+  size_t gap_begin = 0;
+  for (size_t i = 0; i <= events.size(); ++i) {
+    const uint64_t t = i < events.size() ? TimeOf(events[i]) : 0;
+    if (i < events.size() && t == 0) continue;
+    const uint64_t after = i < events.size() ? std::max(t, before) : before;
+    size_t untimed = 0;
+    for (size_t j = gap_begin; j < i; ++j) untimed += Placed(events[j]);
+    size_t k = 0;
+    for (size_t j = gap_begin; j < i; ++j) {
+      if (!Placed(events[j])) continue;
+      (*times)[j] = before + (after - before) * ++k / (untimed + 1);
+    }
+    if (i < events.size()) (*times)[i] = t;
+    before = after;
+    gap_begin = i + 1;
+  }
+  return before;
+}
+
 }  // namespace
+
+uint64_t CriticalPath::DeviceNs(const Event& e) const {
+  if (e.type == EventType::kCollLaunch) return Lookup(collective_ns_, e.slot);
+  if (e.type != EventType::kNativeCall) return 0;
+  const auto site = static_cast<Slot>(e.a);
+  const auto work = static_cast<Slot>(e.a >> 32);
+  uint64_t device = work != kNoSlot ? Lookup(kernel_ns_, work) : 0;
+  if (device == 0 && site != kNoSlot) device = Lookup(kernel_ns_, site);
+  return device;
+}
+
+void CriticalPath::Feed(const void* thread, std::span<const Event> events) {
+  auto [last, fresh] = other_last_.try_emplace(thread, 0);
+  if (fresh) {  // a thread's first batch: its untimed launches start at its first timed event
+    for (const Event& e : events) {
+      if (const uint64_t t = TimeOf(e)) {
+        last->second = t;
+        break;
+      }
+    }
+  }
+  last->second = PlaceTimes(events, last->second, &other_times_);
+  // Without an iteration thread walking them, nothing consumes these: keep the newest.
+  if (others_.size() > kMaxOthers) {
+    others_.erase(others_.begin(), others_.begin() + static_cast<ptrdiff_t>(kMaxOthers / 2));
+  }
+  const size_t before = others_.size();
+  for (size_t i = 0; i < events.size(); ++i) {
+    const uint64_t t = other_times_[i];
+    if (!Placed(events[i]) || t == 0) continue;
+    const Event& e = events[i];
+    // A blocking call that waited on another thread proves the device busy just as well.
+    if (e.type == EventType::kNativeCall && (e.flags[0] & kNativeTimed) != 0 &&
+        (e.flags[0] & kNativeBlocking) != 0 && e.b > kWaitedNs) {
+      others_.push_back({t, kBusyUntil});
+    }
+    if (const uint64_t device = DeviceNs(e)) others_.push_back({t, device});
+  }
+  std::inplace_merge(others_.begin(), others_.begin() + static_cast<ptrdiff_t>(before),
+                     others_.end(), [](const Launch& a, const Launch& b) { return a.at < b.at; });
+}
+
+void CriticalPath::EnqueueOthers(uint64_t t) {
+  size_t n = 0;
+  for (; n < others_.size() && others_[n].at <= t; ++n) {
+    const Launch& l = others_[n];
+    if (l.device_ns == kBusyUntil) {
+      queue_end_ = std::max(queue_end_, l.at);
+    } else if (l.device_ns > 0) {
+      Enqueue(l.at, l.device_ns);
+    }
+  }
+  others_.erase(others_.begin(), others_.begin() + static_cast<ptrdiff_t>(n));
+}
 
 void CriticalPath::Learn(const Event& e) {
   if (e.type == EventType::kDeviceTime && e.a > 0) Remember(&kernel_ns_, e.slot, e.a);
@@ -63,43 +144,25 @@ void CriticalPath::Walk(std::span<const Event> events, std::vector<Event>* out) 
     last_time_ = queue_end_ = iteration_start_ = previous_iteration_start_ = first;
   }
   // Timestamps, with untimed native calls spread evenly between the timed events around them.
-  times_.assign(events.size(), 0);
-  uint64_t before = last_time_;
-  size_t gap_begin = 0;
-  for (size_t i = 0; i <= events.size(); ++i) {
-    const uint64_t t = i < events.size() ? TimeOf(events[i]) : 0;
-    if (i < events.size() && t == 0) continue;
-    const uint64_t after = i < events.size() ? std::max(t, before) : before;
-    size_t untimed = 0;
-    for (size_t j = gap_begin; j < i; ++j) untimed += Placed(events[j]);
-    size_t k = 0;
-    for (size_t j = gap_begin; j < i; ++j) {
-      if (!Placed(events[j])) continue;
-      times_[j] = before + (after - before) * ++k / (untimed + 1);
-    }
-    if (i < events.size()) times_[i] = t;
-    before = after;
-    gap_begin = i + 1;
-  }
+  PlaceTimes(events, last_time_, &times_);
 
   for (size_t i = 0; i < events.size(); ++i) {
     const Event& e = events[i];
     const uint64_t t = times_[i];
+    // A host call is charged over [t - duration, t): the other threads' work enqueued before
+    // its end must be in the queue first.
+    EnqueueOthers(t);
     switch (e.type) {
       case EventType::kNativeCall: {
         const bool timed = (e.flags[0] & kNativeTimed) != 0;
         if (timed && (e.flags[0] & kNativeBlocking) != 0 && e.b > kWaitedNs) {
           queue_end_ = std::max(queue_end_, t);
         }
-        const auto site = static_cast<Slot>(e.a);
-        const auto work = static_cast<Slot>(e.a >> 32);
-        uint64_t device = work != kNoSlot ? Lookup(kernel_ns_, work) : 0;
-        if (device == 0 && site != kNoSlot) device = Lookup(kernel_ns_, site);
-        if (device > 0) Enqueue(t, device);
+        if (const uint64_t device = DeviceNs(e)) Enqueue(t, device);
         break;
       }
       case EventType::kCollLaunch:
-        if (const uint64_t device = Lookup(collective_ns_, e.slot)) Enqueue(t, device);
+        if (const uint64_t device = DeviceNs(e)) Enqueue(t, device);
         break;
       case EventType::kCall:
         if ((e.flags[0] & kCallUntimed) == 0) HostCall(e, t, out);

@@ -5,7 +5,9 @@
 // ahead of it. Writer thread only.
 //
 // What it sees: the events of the thread that ends iterations (the training loop), in the order
-// that thread recorded them, and device durations from every thread.
+// that thread recorded them; the device work every other thread of the rank enqueued (autograd's
+// device threads launch the backward pass, NCCL and compiled code launch from threads of their
+// own), merged into the walk by time; and device durations from every thread.
 //   - Host intervals: Python calls and slices are [end - duration, end); a call's own time is
 //     its interval minus its callees' (they end first: a stack of finished intervals).
 //   - The device queue, estimated: a native call whose kind of work has a known device time
@@ -40,6 +42,9 @@ class CriticalPath {
  public:
   // Device durations, from any thread's events (kDeviceTime, kCollDone).
   void Learn(const Event& e);
+  // One drained batch of another thread (`thread` tells threads apart): its launches wait to be
+  // merged, by time, into the next walks. Call before the round's Walk.
+  void Feed(const void* thread, std::span<const Event> events);
   // One drained batch of the iteration thread, in its own order.
   void Walk(std::span<const Event> events, std::vector<Event>* out);
   // True once any enqueued work had a device time: the rank drives a device.
@@ -49,7 +54,14 @@ class CriticalPath {
   struct Interval {
     uint64_t begin, end;
   };
+  struct Launch {
+    uint64_t at, device_ns;
+  };
   void Enqueue(uint64_t at, uint64_t device_ns);
+  // Device ns of a placed event (a native call's work, a collective); 0 when unknown.
+  uint64_t DeviceNs(const Event& e) const;
+  // Other threads' launches up to `t`, into the queue in time order.
+  void EnqueueOthers(uint64_t t);
   void HostCall(const Event& e, uint64_t end, std::vector<Event>* out);
   uint64_t IdleWithin(uint64_t begin, uint64_t end) const;
   void EndIteration(uint64_t t, std::vector<Event>* out);
@@ -59,6 +71,9 @@ class CriticalPath {
   std::vector<Interval> finished_;  // host intervals not yet claimed by a caller, by begin
   std::deque<Interval> idle_;       // closed device-idle gaps, oldest first
   std::vector<uint64_t> times_;     // scratch: each event's time for the walk
+  std::vector<Launch> others_;      // other threads' launches not yet walked past, by time
+  std::vector<uint64_t> other_times_;  // scratch: Feed's placed times
+  std::unordered_map<const void*, uint64_t> other_last_;  // each other thread's latest time
   uint64_t queue_end_ = 0;          // when the device finishes what was enqueued so far
   uint64_t last_time_ = 0;          // the latest timestamp walked
   uint64_t iteration_start_ = 0;

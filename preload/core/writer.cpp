@@ -60,6 +60,11 @@ struct WriterState {
   // The training loop's thread (the ring that marks iterations, else launches collectives) and
   // its critical path; the kCritical events it makes join the batch.
   CriticalPath critical_path;
+  struct Drained {
+    const ThreadRing* ring;
+    size_t from, to;  // its events in batch
+  };
+  std::vector<Drained> drained;  // this round's rings, in drain order
   ThreadRing* iteration_ring = nullptr;
   std::vector<Event> critical;
   SchedStat sched;  // the iteration thread's CPU and run-queue time, per drain
@@ -218,13 +223,24 @@ void Round(WriterState& w) {
       launches |= w.batch[i].type == EventType::kCollLaunch;
     }
     if (marks || (launches && w.iteration_ring == nullptr)) w.iteration_ring = r;
-    if (r == w.iteration_ring) {
-      w.critical_path.Walk(std::span(w.batch).subspan(from), &w.critical);
-    }
+    w.drained.push_back({r, from, w.batch.size()});
     // Dead and drained: a new thread may adopt it. (The owner pushed its last event before
     // marking it dead, so nothing can arrive after this drain.)
     if (state == RingState::kDead) r->state.store(RingState::kFree, std::memory_order_release);
   }
+  // The device's queue is fed by every thread (autograd's, NCCL's, compiled code's launches),
+  // then walked along the training loop's own events.
+  for (const auto& d : w.drained) {
+    if (d.ring != w.iteration_ring) {
+      w.critical_path.Feed(d.ring, std::span(w.batch).subspan(d.from, d.to - d.from));
+    }
+  }
+  for (const auto& d : w.drained) {
+    if (d.ring == w.iteration_ring) {
+      w.critical_path.Walk(std::span(w.batch).subspan(d.from, d.to - d.from), &w.critical);
+    }
+  }
+  w.drained.clear();
   // Charged to the window open when this drain began: a boundary is off by one drain at most.
   if (w.iteration_ring != nullptr) {
     uint64_t cpu = 0, delay = 0;

@@ -30,6 +30,15 @@ PyObject* Init(PyObject*, PyObject* args) {
                        "memory", static_cast<unsigned long long>(prop.totalGlobalMem));
 }
 
+// The calling thread's device: CUDA's current device is per thread, and a thread that launches
+// for the model (autograd's device thread) selects it first, as PyTorch's does.
+PyObject* SetDevice(PyObject*, PyObject* args) {
+  int device = 0;
+  if (!PyArg_ParseTuple(args, "i", &device)) return nullptr;
+  SIMTORCH_CHECK(cudaSetDevice(device));
+  Py_RETURN_NONE;
+}
+
 PyObject* StreamCreate(PyObject*, PyObject* args) {
   int nonblocking = 1, priority = 0;
   if (!PyArg_ParseTuple(args, "|pi", &nonblocking, &priority)) return nullptr;
@@ -182,6 +191,7 @@ PyObject* ToHandle(const void* pointer) {
 
 PyMethodDef kRuntimeMethods[] = {
     {"init", Init, METH_VARARGS, "init(device) -> properties; cudaSetDevice + context"},
+    {"set_device", SetDevice, METH_VARARGS, "set_device(device): cudaSetDevice on this thread"},
     {"stream_create", StreamCreate, METH_VARARGS, "stream_create(nonblocking=True, priority=0)"},
     {"stream_synchronize", StreamSynchronize, METH_VARARGS, "stream_synchronize(stream=0)"},
     {"device_synchronize", DeviceSynchronize, METH_NOARGS, "cudaDeviceSynchronize()"},

@@ -5,9 +5,23 @@ from simtorch import _C
 DEFAULT_STREAM = 0  # the legacy default stream, like torch.cuda.default_stream()
 
 
+_device = 0
+
+
 def init(device):
     """Select the device and create its context; returns its properties."""
+    global _device
+    _device = device
     return _C.init(device)
+
+
+def current_device():
+    return _device
+
+
+def set_device(device):
+    """Select the device on the calling thread (CUDA's current device is per thread)."""
+    _C.set_device(device)
 
 
 class Stream:

@@ -1,8 +1,45 @@
 """Transformer-shaped modules whose forward and backward launch kernels (bf16 shapes)."""
 
-from simtorch import _C
+import queue
+import threading
+
+from simtorch import _C, cuda
 
 BF16 = 2
+
+
+class _DeviceThread:
+    """Autograd's engine: the backward pass runs on a thread of its own per device, which launches
+    its kernels (and, through DDP's hooks, its all-reduces) while the training thread waits for
+    it. Profilers that watch only the training thread see a long wait and an idle device."""
+
+    def __init__(self):
+        self._work = queue.SimpleQueue()
+        self._thread = None
+
+    def run(self, fn):
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._serve, args=(cuda.current_device(),),
+                                            name="simtorch-autograd", daemon=True)
+            self._thread.start()
+        done, failure = threading.Event(), []
+        self._work.put((fn, done, failure))
+        done.wait()
+        if failure:
+            raise failure[0]
+
+    def _serve(self, device):
+        cuda.set_device(device)
+        while True:
+            fn, done, failure = self._work.get()
+            try:
+                fn()
+            except BaseException as e:  # handed to the waiting caller, as autograd does
+                failure.append(e)
+            done.set()
+
+
+_autograd = _DeviceThread()
 
 
 class TransformerLayer:
@@ -75,8 +112,9 @@ class LMHead:
 
 
 class Model:
-    """A stack of modules; backward visits them in reverse and reports each finished module to
-    `on_grad_ready` (how DDP's reducer learns that a bucket can be all-reduced)."""
+    """A stack of modules; backward visits them in reverse, on the device thread as autograd does,
+    and reports each finished module to `on_grad_ready` (how DDP's reducer learns that a bucket
+    can be all-reduced: its all-reduces are launched from that thread too)."""
 
     def __init__(self, modules):
         self.modules = modules
@@ -92,6 +130,9 @@ class Model:
         return out
 
     def backward(self, on_grad_ready=None, stream=0):
+        _autograd.run(lambda: self._run_backward(on_grad_ready, stream))
+
+    def _run_backward(self, on_grad_ready, stream):
         for module in reversed(self.modules):
             module.backward(stream)
             if on_grad_ready:

@@ -98,3 +98,41 @@ TEST_CASE("launches whose host time was not sampled are placed between timed eve
 }
 
 }  // namespace perftracker::preload
+
+namespace perftracker::preload {
+
+// Real PyTorch launches the backward pass from autograd's device thread while the training
+// thread waits inside backward: the queue must hold that thread's work, or the wait looks like
+// host time on an idle device.
+TEST_CASE("another thread's launches keep the device busy while the loop waits for them",
+          "[critical]") {
+  const auto backward = [](bool fed) {
+    CriticalPath cp;
+    cp.Learn(Event{kKernel, EventType::kDeviceTime, {}, 0, 8 * kMs, 0, 0, 0});
+    // The device thread launches at 1 ms: 8 ms of work, to 9 ms.
+    int thread = 0;
+    if (fed) cp.Feed(&thread, std::vector<Event>{Launch(1 * kMs)});
+    // The training thread: backward() [0, 9) waits for it, then 1 ms of Python the device idles in.
+    return Charged(cp, {Call(1, 0, 9 * kMs, 9 * kMs), Call(2, 9 * kMs, 10 * kMs, 1 * kMs),
+                        Iteration(10 * kMs)});
+  };
+  const auto alone = backward(false);
+  CHECK(alone.at(1) == 9 * kMs);  // the old estimate: the whole wait is critical
+  const auto fed = backward(true);
+  CHECK(fed.at(1) == 1 * kMs);  // only the first millisecond, before the launch
+  CHECK(fed.at(2) == 1 * kMs);
+  CHECK(fed.at(kNoSlot) == 2 * kMs);  // the device idles 0-1 and 9-10 ms
+}
+
+// A blocking call on another thread that waited proves the device busy until it returned.
+TEST_CASE("another thread's wait proves the device busy", "[critical]") {
+  CriticalPath cp;
+  cp.Learn(Event{kKernel, EventType::kDeviceTime, {}, 0, 1 * kMs, 0, 0, 0});
+  int thread = 0;
+  cp.Feed(&thread, std::vector<Event>{Launch(1 * kMs), Sync(6 * kMs, 5 * kMs)});
+  const auto charged = Charged(cp, {Call(1, 0, 6 * kMs, 6 * kMs), Iteration(6 * kMs)});
+  // Idle 0-1 ms only: the device ran 1-2 ms, and the sync says it was still busy until 6 ms.
+  CHECK(charged.at(1) == 1 * kMs);
+}
+
+}  // namespace perftracker::preload
