@@ -43,7 +43,8 @@ struct Compared {
   double iteration_ns = 0;             // the group's step over the same slots
 };
 
-// A per-slot number (ns per iteration; < 0 where unknown) on the candidate's ranks (mean) and
+// A per-slot number (ns per iteration; < 0 where unknown), asked as per_slot(rank index, slot
+// index, slot), on the candidate's ranks (mean) and
 // its peers (median), slot by slot, then the median over slots of each: one odd slot (start-up,
 // a checkpoint) does not decide. False when no slot has both sides.
 template <class PerSlot>
@@ -57,10 +58,10 @@ bool CulpritsAndPeers(const Frame& f, const Candidate& c, PerSlot per_slot, Comp
     for (const size_t m : members) {
       const Slot* s = SlotAt(f, m, k);
       if (s == nullptr || s->windows == 0 || s->iterations <= 0) continue;
-      const double v = per_slot(*s);
+      const double v = per_slot(m, k, *s);
       if (v < 0) continue;
       steps.push_back(s->MeanIterationNs());
-      (OnCandidateRanks(f, c, m) ? culprits : peers).push_back(v / s->iterations);
+      (OnCandidateRanks(f, c, m) ? culprits : peers).push_back(v);
     }
     if (culprits.empty() || peers.empty()) continue;
     double sum = 0;
@@ -74,17 +75,9 @@ bool CulpritsAndPeers(const Frame& f, const Candidate& c, PerSlot per_slot, Comp
   return true;
 }
 
-// The rank's host time on its critical path in a slot (every function's critical time: the
-// iteration thread's own time while the device had nothing queued), where every window carried
-// it and the rank drove a device.
-double HostCritical(const Slot& s) {
-  if (s.critical_windows < s.windows || s.device_windows == 0) return -1;
-  double critical = 0;
-  for (size_t i = 0; i < s.functions.size(); ++i) critical += s.functions[i].critical_ns;
-  return critical;
+double RunDelay(size_t, size_t, const Slot& s) {
+  return s.sched_windows >= s.windows ? s.run_delay_ns / s.iterations : -1;
 }
-
-double RunDelay(const Slot& s) { return s.sched_windows >= s.windows ? s.run_delay_ns : -1; }
 
 // A Python function that never ran on the training loop's thread (no critical time in any of
 // its ranks' windows, all of which carried it) while it took host time: another thread's (a
@@ -237,9 +230,6 @@ void AttachRunQueue(const Frame& f, std::vector<Candidate>* cands) {
 void ChargeCriticalPath(const Frame& f, std::vector<Candidate>* cands) {
   for (Candidate& c : *cands) {
     if (!Applies(c)) continue;
-    Compared step;
-    const bool stepped = CulpritsAndPeers(
-        f, c, [](const Slot& s) { return s.MeanIterationNs() * s.iterations; }, &step);
     if (OffTheLoop(f, c)) {
       // Another thread's time. It cost the job only where the peers waited for this rank: the
       // training loop's own functions got slower (the GIL, a core), and the verdict names the
@@ -250,6 +240,9 @@ void ChargeCriticalPath(const Frame& f, std::vector<Candidate>* cands) {
                                           {"reached_s_per_iter", confirmed},
                                           {"off_the_training_loop", true}};
       if (confirmed > 0) {
+        Compared step;
+        const bool stepped = CulpritsAndPeers(
+            f, c, [](size_t, size_t, const Slot& s) { return s.MeanIterationNs(); }, &step);
         c.evidence.update(arrival);
         c.evidence["decided_by"] = "arrival";
         Charge(&c, confirmed, stepped ? step.iteration_ns : 0);
@@ -261,7 +254,12 @@ void ChargeCriticalPath(const Frame& f, std::vector<Candidate>* cands) {
       continue;
     }
     Compared x;
-    if (!CulpritsAndPeers(f, c, HostCritical, &x) || x.iteration_ns <= 0) {
+    // The rank's host time on its critical path (Frame::host_critical: every function's
+    // critical time, where every window carried it and the rank drove a device).
+    const auto host_critical = [&](size_t m, size_t k, const Slot&) {
+      return f.host_critical[m][k];
+    };
+    if (!CulpritsAndPeers(f, c, host_critical, &x) || x.iteration_ns <= 0) {
       // No critical path: on a device rank a sync's wait is the device's time (the wait proves
       // it busy), and what the rank's host did beyond its peers is judged by the host time.
       if (c.kind == "sync" && !c.rank_set.empty()) {
