@@ -34,8 +34,7 @@ bool HostTimedKind(const Candidate& c) {
 }
 
 bool Applies(const Candidate& c) {
-  return c.source == Source::kDifferential && c.group >= 0 &&
-         (HostTimedKind(c) || c.kind == "sync");
+  return c.source == Source::kDifferential && c.group >= 0 && (HostTimedKind(c) || c.kind == "sync");
 }
 
 struct Compared {
@@ -199,7 +198,34 @@ double ConfirmedByArrival(const Frame& f, const Candidate& c, double excess_s, J
   return std::min(excess_s, waited_s);
 }
 
-// Charges a candidate `reached_s` per iteration, scored on the steady step of the slots compared.
+// What the peers measurably waited for the candidate's rank at visible collectives, per
+// iteration (ApplyArrival attached it: the rank arrived last, persistently), where nothing on
+// the device side of that rank explains the lateness; 0 otherwise. A host excess of X cost the
+// job min(X, this): its peers waited no longer than that, and the rank's device side having
+// nothing to answer for, the lateness is the host's, whatever share of it the estimate of the
+// device's queue puts on the critical path (a loop held back for the GIL by another thread, a
+// descheduled launcher: the estimate sees a busy device, the peers see a late rank).
+double MeasuredWait(const Candidate& c, const std::vector<Candidate>& all) {
+  if (!c.evidence.value("culprit", false) || !c.evidence.contains("arrival")) return 0;
+  for (const Candidate& other : all) {
+    if (&other == &c || Applies(other) || other.score <= 0) continue;
+    if (other.group == c.group && other.rank_set == c.rank_set &&
+        other.evidence.value("culprit", false)) {
+      return 0;  // a slower GPU, link or collective of its own: the host only waited for it
+    }
+  }
+  return std::max(0.0, c.evidence["arrival"].value("peers_wait_s_per_iter", 0.0));
+}
+
+// The group's step, median over the slots the candidate's ranks ran in: one slot (start-up)
+// does not set it, however few slots carried the measure compared.
+double Step(const Frame& f, const Candidate& c) {
+  Compared step;
+  const auto iteration = [](size_t, size_t, const Slot& s) { return s.MeanIterationNs(); };
+  return CulpritsAndPeers(f, c, iteration, &step) ? step.iteration_ns : 0;
+}
+
+// Charges a candidate `reached_s` per iteration, scored on the group's step.
 void Charge(Candidate* c, double reached_s, double iteration_ns) {
   c->score = Score(reached_s * 1e9, iteration_ns, c->evidence.value("windows_seen", 0.0),
                    c->evidence.value("windows_total", 0.0));
@@ -235,17 +261,16 @@ void ChargeCriticalPath(const Frame& f, std::vector<Candidate>* cands) {
       // training loop's own functions got slower (the GIL, a core), and the verdict names the
       // thread's function that took the time.
       Json arrival = Json::object();
-      const double confirmed = ConfirmedByArrival(f, c, c.impact_s_per_iter, &arrival);
+      const double confirmed =
+          std::max(ConfirmedByArrival(f, c, c.impact_s_per_iter, &arrival),
+                   std::min(MeasuredWait(c, *cands), c.impact_s_per_iter));
       c.evidence["host_critical_path"] = {{"host_excess_s_per_iter", c.impact_s_per_iter},
                                           {"reached_s_per_iter", confirmed},
                                           {"off_the_training_loop", true}};
       if (confirmed > 0) {
-        Compared step;
-        const bool stepped = CulpritsAndPeers(
-            f, c, [](size_t, size_t, const Slot& s) { return s.MeanIterationNs(); }, &step);
         c.evidence.update(arrival);
         c.evidence["decided_by"] = "arrival";
-        Charge(&c, confirmed, stepped ? step.iteration_ns : 0);
+        Charge(&c, confirmed, Step(f, c));
       } else {
         c.evidence["decided_by"] = "host_critical_path";
         c.score = 0;
@@ -259,13 +284,19 @@ void ChargeCriticalPath(const Frame& f, std::vector<Candidate>* cands) {
     const auto host_critical = [&](size_t m, size_t k, const Slot&) {
       return f.host_critical[m][k];
     };
+    const double measured_s = c.kind == "sync" ? 0 : MeasuredWait(c, *cands);
     if (!CulpritsAndPeers(f, c, host_critical, &x) || x.iteration_ns <= 0) {
       // No critical path: on a device rank a sync's wait is the device's time (the wait proves
-      // it busy), and what the rank's host did beyond its peers is judged by the host time.
+      // it busy), and what the rank's host did beyond its peers is judged by the host time,
+      // up to what the peers were measured to wait for it where they were.
       if (c.kind == "sync" && !c.rank_set.empty()) {
         c.evidence["decided_by"] = "device_wait";
         c.score = 0;
         c.impact_s_per_iter = 0;
+      } else if (measured_s > 0 && measured_s < c.impact_s_per_iter) {
+        c.evidence["host_excess_s_per_iter"] = c.impact_s_per_iter;
+        c.evidence["decided_by"] = "arrival";
+        Charge(&c, measured_s, Step(f, c));
       }
       continue;
     }
@@ -283,12 +314,15 @@ void ChargeCriticalPath(const Frame& f, std::vector<Candidate>* cands) {
       reached_s = confirmed;
       c.evidence.update(arrival);
       c.evidence["decided_by"] = "arrival";
+    } else if (std::min(measured_s, excess_s) > reached_s) {
+      reached_s = std::min(measured_s, excess_s);
+      c.evidence["decided_by"] = "arrival";
     } else if (c.evidence.value("decided_by", std::string()) != "run_queue_delay") {
       c.evidence["decided_by"] = "host_critical_path";
     }
-    // Scored like any candidate, on the steady step of the slots compared: the flagged windows'
-    // mean step may hold the start-up.
-    Charge(&c, reached_s, x.iteration_ns);
+    // Scored like any candidate, on the group's steady step: the flagged windows' mean step may
+    // hold the start-up.
+    Charge(&c, reached_s, Step(f, c));
   }
 }
 

@@ -53,6 +53,7 @@ void Add(Totals& t, const format::FunctionPattern& f) {
   t.wait_ns += f.wait_ns;
   t.bytes += f.bytes;
   t.captured += f.captured;
+  t.device.Merge(f.device);
 }
 
 void AddWindow(const format::Window& w, RankSummary& s) {

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "schemas/format/histogram.h"
 #include "schemas/format/live.h"
 
 namespace perftracker::test {
@@ -20,7 +21,10 @@ struct Totals {
   uint64_t wait_ns = 0;
   uint64_t bytes = 0;
   uint64_t captured = 0;  // calls captured into a CUDA graph (not in count)
+  format::Histogram device;  // sampled device durations, merged over windows
   double DeviceMean() const { return device_samples ? double(device_ns) / device_samples : 0; }
+  // Robust where one sample was stretched by a preempted launching thread (loaded hosts).
+  double DeviceMedian() const { return device.empty() ? 0 : double(device.Quantile(0.5)); }
 };
 
 struct CollectiveTotals : Totals {

@@ -238,15 +238,16 @@ TEST_CASE("sim_train: every GEMM and NCCL kernel counted, a slow GPU shows", "[d
     CHECK(nccl_kernels == collectives);
     CHECK(SumPrefix(r->kernels, "ncclDevKernel_", &pt::Totals::device_samples) > 0);
   }
-  // The same GEMM shape class, compared like for like: rank 1's GPU is twice as slow. Sampled
-  // event pairs also catch a little queueing on a loaded host, hence the margin; a lost
-  // slowdown reads as 1.
+  // The same GEMM shape class, compared like for like: rank 1's GPU is twice as slow. Medians:
+  // a launching thread preempted between its start event and its kernel stretches that one
+  // sample by however long the host kept it (milliseconds on a loaded 2-core host, with
+  // autograd's device thread and NCCL's beside it); a lost slowdown reads as 1.
   int compared = 0;
   for (const auto& [name, t0] : r0.kernels) {
     if (name.rfind("cublasGemmEx ", 0) != 0 || t0.device_samples == 0) continue;
     const auto it = r1.kernels.find(name);
     REQUIRE(it != r1.kernels.end());
-    const double ratio = it->second.DeviceMean() / t0.DeviceMean();
+    const double ratio = it->second.DeviceMedian() / t0.DeviceMedian();
     INFO(name << " ratio " << ratio);
     CHECK(ratio > 1.6);
     CHECK(ratio < 2.4);
