@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "analyzer/base/stats.h"
+#include "analyzer/detect/critical.h"
 #include "analyzer/detect/detect.h"
 
 namespace perftracker::analyzer {
@@ -30,17 +31,24 @@ bool SyncOnEveryIteration(const Frame& f, const PeerGroup& g, size_t k, size_t f
   return !calls.empty() && Median(calls) >= 0.9;
 }
 
-// What a blocking function costs the host per iteration: for the data loader and the collector
-// everything they call (a slow collate or dataset is a slow data loader); for a sync its own wait
-// (the host can run no further ahead than it: the paper's measure). Where the collector charged
-// critical time without a device timeline (a library that saw only the training thread's
-// launches), the wait proves the device busy and nothing more: it counts for nothing.
-double BlockingValue(const Frame& f, size_t r, size_t k, size_t fn) {
+// What a blocking function costs per iteration: for the data loader and the collector everything
+// they call (a slow collate or dataset is a slow data loader); for a sync its own wait (the host
+// can run no further ahead than it: the paper's measure). On a rank whose device timeline the
+// slot measured, the data loader and the collector cost what of their subtree ran while the
+// device had nothing queued: a loader that fetches while the GPU works through the queue costs
+// nothing, however long it takes. Where the collector charged critical time without a device
+// timeline (a library that saw only the training thread's launches), a sync's wait proves the
+// device busy and nothing more: it counts for nothing.
+double BlockingValue(const Frame& f, size_t r, size_t k, size_t fn,
+                     const std::vector<size_t>& subtree) {
   const Slot* s = SlotAt(f, r, k);
   if (!s || fn >= s->functions.size()) return 0;
   const FunctionKind kind = f.ds->catalog.functions()[fn].kind;
   const FunctionSum sum = s->functions[fn];
   const bool inclusive = kind == FunctionKind::kDataLoader || kind == FunctionKind::kGc;
+  if (inclusive && f.host_critical[r][k] >= 0) {
+    return PerIteration(*s, SubtreeCriticalNs(*s, subtree));
+  }
   const double value =
       PerIteration(*s, inclusive ? std::max(sum.total_ns, sum.self_ns) : sum.self_ns);
   return kind == FunctionKind::kSync && f.host_critical[r][k] == -2 ? 0 : value;
@@ -52,6 +60,8 @@ std::vector<Finding> DetectExpectedRange(const Frame& f) {
   std::vector<Finding> out;
   const auto& fns = f.ds->catalog.functions();
   std::vector<std::pair<size_t, double>> vals;
+  const std::vector<int32_t> parent = ParentIndex(f.ds->catalog);
+  std::vector<size_t> subtree;
   for (size_t gi = 0; gi < f.groups->size(); ++gi) {
     const PeerGroup& g = (*f.groups)[gi];
     const std::vector<double> iterations = GroupIterations(f, g);
@@ -59,13 +69,16 @@ std::vector<Finding> DetectExpectedRange(const Frame& f) {
       const FunctionKind kind = fns[fn].kind;
       if (!Blocking(kind) && kind != FunctionKind::kMemcpy) continue;
       const double bound = Blocking(kind) ? f.th.blocking_expected : f.th.memcpy_expected;
+      if (kind == FunctionKind::kDataLoader || kind == FunctionKind::kGc) {
+        subtree = SubtreeOf(f, parent, fn);
+      }
       Finding x;
       int present = 0;
       for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {
         vals.clear();
         for (const size_t m : g.members) {
           if (SlotAt(f, m, k)) {
-            vals.push_back({m, Blocking(kind) ? BlockingValue(f, m, k, fn)
+            vals.push_back({m, Blocking(kind) ? BlockingValue(f, m, k, fn, subtree)
                                               : MetricValue(f, m, k, static_cast<int32_t>(fn),
                                                             Aggregate::kNone)});
           }

@@ -190,3 +190,96 @@ TEST_CASE("on a CPU rank, another thread's extra time is not the step's", "[anal
 }
 
 }  // namespace perftracker::testing
+
+namespace perftracker::testing {
+namespace {
+
+// Rank 13's host code 1.6x slower (its loop held back: another thread's GIL, a stolen core)
+// while every rank's device timeline says its host never reached the critical path: the
+// estimate of the device's queue sees a busy device, the peers see a late rank.
+Json AnalyzeLateHost(bool timeline) {
+  JobSpec spec;
+  spec.ranks = 16;
+  spec.shape = SmallShape();
+  spec.shape.fault = synthetic::Fault::kCpuContention;
+  spec.shape.fault_rank = 13;
+  spec.shape.fault_factor = 1.6;
+  spec.edit = [&](int, format::Window* w) {
+    if (!timeline) return;
+    w->critical_path = true;
+    w->device_idle_ns = 1'000'000 * std::max<uint64_t>(w->iterations.count, 1);
+    for (format::FunctionPattern& f : w->functions) f.critical_ns = 0;
+  };
+  return AnalyzeJob(spec, {"--min-score", "0"});
+}
+
+}  // namespace
+
+TEST_CASE("a late rank's host excess is charged what its peers were measured to wait",
+          "[analyzer][critical]") {
+  const Json j = AnalyzeLateHost(true);
+  INFO(j["candidates"].dump(2));
+  REQUIRE(j["candidates"].size() >= 1);
+  const Json& top = j["candidates"][0];
+  CHECK(top["rank_set"] == Json::array({13}));
+  CHECK(top["evidence"]["culprit"] == true);
+  // Nothing reached the estimated critical path, yet the peers waited: that wait is charged.
+  CHECK(top["evidence"]["host_critical_path"]["reached_s_per_iter"].get<double>() == 0);
+  CHECK(top["evidence"]["decided_by"] == "arrival");
+  const double waited = top["evidence"]["arrival"]["peers_wait_s_per_iter"].get<double>();
+  REQUIRE(waited > 0);
+  CHECK(top["impact_s_per_iter"].get<double>() ==
+        Approx(std::min(waited, top["evidence"]["host_critical_path"]["host_excess_s_per_iter"]
+                                    .get<double>())));
+  CHECK(top["score"].get<double>() >= 0.01);
+}
+
+namespace {
+
+constexpr char kLoader[] = "torch/utils/data/dataloader.py:736:_BaseDataLoaderIter.__next__";
+
+// Every rank's data loader takes `loader_ms` of its 500 ms step; of it, `critical_share` ran
+// while the device had nothing queued. With `timeline` false the windows carry no device
+// timeline (no critical path): the loader is judged on its host time.
+Json AnalyzeLoader(double loader_ms, double critical_share, bool timeline) {
+  JobSpec spec;
+  spec.shape = SmallShape();
+  spec.edit = [&](int, format::Window* w) {
+    const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
+    w->critical_path = timeline;
+    w->device_idle_ns = timeline ? 1'000'000 * n : 0;
+    format::FunctionPattern f;
+    f.kind = format::FunctionKind::kDataLoader;
+    f.name = kLoader;
+    f.count = n;
+    const auto per_iter = static_cast<uint64_t>(loader_ms * 1e6);
+    f.self_ns = f.total_ns = per_iter * n;
+    f.min_ns = f.max_ns = per_iter;
+    f.critical_ns = timeline ? static_cast<uint64_t>(critical_share * double(f.self_ns)) : 0;
+    w->functions.push_back(f);
+    REQUIRE(format::FillFunctionIds(&w->functions));
+  };
+  return AnalyzeJob(spec);
+}
+
+}  // namespace
+
+TEST_CASE("a data loader on a device rank costs what of it left the device idle",
+          "[analyzer][critical]") {
+  // 20 ms of a 500 ms step (4%, above the 1% expected): fetched while the GPU works through its
+  // queue it costs nothing; fetched while the GPU waits, it is the job's.
+  const Json hidden = AnalyzeLoader(20, 0.0, true);
+  INFO(hidden["candidates"].dump(2));
+  CHECK(Find(hidden["candidates"], kLoader) == nullptr);
+  const Json starving = AnalyzeLoader(20, 1.0, true);
+  INFO(starving["candidates"].dump(2));
+  const Json* c = Find(starving["candidates"], kLoader);
+  REQUIRE(c != nullptr);
+  CHECK((*c)["evidence"]["source"] == "expected_range");
+  // No timeline: its host time is all there is to judge.
+  const Json unknown = AnalyzeLoader(20, 0.0, false);
+  INFO(unknown["candidates"].dump(2));
+  CHECK(Find(unknown["candidates"], kLoader) != nullptr);
+}
+
+}  // namespace perftracker::testing
