@@ -27,7 +27,7 @@ setup_deps='chromium|torch|Python'
 
 summary() {
   echo
-  echo "== summary"
+  echo "== summary (the run took $((SECONDS / 60)) min $((SECONDS % 60)) s)"
   local line
   for line in "${skips[@]}"; do echo "skipped: $line"; done
   for line in "${failures[@]}"; do echo "failed: $line"; done
@@ -35,6 +35,10 @@ summary() {
 }
 
 fail() { failed=$((failed + 1)); failures+=("$1"); }
+
+# A stage's header, with the time the run has taken so far: CI prints only the log, and the
+# stages' shares of the run are what to look at when it grows.
+stage() { echo "$1 (at $((SECONDS / 60)) min $((SECONDS % 60)) s)"; }
 
 # skip WHAT WHY: a skip; in CI, one for a dependency setup installs fails the run instead.
 skip() {
@@ -111,7 +115,7 @@ build() {
   return 1
 }
 
-echo "== build (RelWithDebInfo)"
+stage "== build (RelWithDebInfo)"
 if build build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON; then
   report_left_out build
   run_ctest build -j1
@@ -121,7 +125,7 @@ fi
 
 # What `cmake --build` and `cmake --install` give a user: Release (GCC's -O3 warns where -O2
 # does not), no test suite compiled, and an install that needs nothing more.
-echo "== installed targets in Release, as a user builds them"
+stage "== installed targets in Release, as a user builds them"
 prefix=$(mktemp -d)
 if build build-release -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF &&
    cmake --install build-release --prefix "$prefix" >/dev/null &&
@@ -134,7 +138,7 @@ else
 fi
 rm -rf "$prefix"
 
-echo "== unit and analyzer tests under ASan+UBSan"
+stage "== unit and analyzer tests under ASan+UBSan"
 if build build-asan -DPERFTRACKER_SANITIZE=address,undefined -DPERFTRACKER_SIMGPU=OFF \
      -DPERFTRACKER_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=Debug -DBUILD_TESTING=ON; then
   run_ctest build-asan -j"$jobs" -L 'unit|analyzer|recorder'
@@ -142,7 +146,7 @@ else
   fail "sanitizer build"
 fi
 
-echo "== the recorder's and the analyzer's concurrent parts under TSan"
+stage "== the recorder's and the analyzer's concurrent parts under TSan"
 if targets="recorder_tests analyzer_tests" build build-tsan -DPERFTRACKER_SANITIZE=thread \
      -DPERFTRACKER_SIMGPU=OFF -DPERFTRACKER_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=Debug \
      -DBUILD_TESTING=ON; then
@@ -151,7 +155,7 @@ else
   fail "TSan build"
 fi
 
-echo "== fuzz targets (libFuzzer, bounded runs)"
+stage "== fuzz targets (libFuzzer, bounded runs)"
 if CC=clang CXX=clang++ targets="fuzz_seeds ring_reader_fuzz window_decode_fuzz reduced_decode_fuzz" \
      build build-fuzz -DPERFTRACKER_FUZZ=ON -DPERFTRACKER_SIMGPU=OFF -DBUILD_TESTING=ON \
      -DPERFTRACKER_BENCHMARKS=OFF -DPERFTRACKER_SANITIZE=address,undefined; then
@@ -162,7 +166,7 @@ fi
 
 # The stage's last line is its summary; a stage that dies before it (install failed, script
 # killed) has none, and that is a failure, not zero failures.
-echo "== aarch64 cross build under qemu-user"
+stage "== aarch64 cross build under qemu-user"
 aarch64_log=$(mktemp)
 tools/cross_aarch64.sh build-aarch64 2>&1 | tee "$aarch64_log"
 aarch64_rc=${PIPESTATUS[0]}
@@ -188,7 +192,7 @@ else
 fi
 rm -f "$aarch64_log"
 
-echo "== format benchmark"
+stage "== format benchmark"
 if [[ -x build/test/bench/format_bench ]]; then
   build/test/bench/format_bench --benchmark_min_time=0.2 2>&1 | grep -E '^BM_|^Run on|CPU'
 fi
