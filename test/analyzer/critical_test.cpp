@@ -94,15 +94,21 @@ TEST_CASE("device verdicts say device time decided them", "[analyzer][critical]"
 namespace perftracker::testing {
 namespace {
 
-// A 16-rank job with CPU contention on rank 13 (its host code 1.6x slower); every rank's
-// training loop waits `peer_delay` of each iteration for a CPU, rank 13 `culprit_delay`.
-Json AnalyzeContention(double peer_delay, double culprit_delay) {
+// A 16-rank job with CPU contention on rank 13: its host code 1.6x slower.
+JobSpec ContendedJob() {
   JobSpec spec;
   spec.ranks = 16;
   spec.shape = SmallShape();
   spec.shape.fault = synthetic::Fault::kCpuContention;
   spec.shape.fault_rank = 13;
   spec.shape.fault_factor = 1.6;
+  return spec;
+}
+
+// ContendedJob, where every rank's training loop waits `peer_delay` of each iteration for a
+// CPU, rank 13 `culprit_delay`.
+Json AnalyzeContention(double peer_delay, double culprit_delay) {
+  JobSpec spec = ContendedJob();
   spec.edit = [&](int rank, format::Window* w) {
     const double share = rank == 13 ? culprit_delay : peer_delay;
     w->run_delay_ns = static_cast<uint64_t>(share * static_cast<double>(w->iterations.total_ns));
@@ -189,23 +195,14 @@ TEST_CASE("on a CPU rank, another thread's extra time is not the step's", "[anal
   CHECK((*c)["evidence"]["decided_by"] == "host_time");
 }
 
-}  // namespace perftracker::testing
-
-namespace perftracker::testing {
 namespace {
 
-// Rank 13's host code 1.6x slower (its loop held back: another thread's GIL, a stolen core)
-// while every rank's device timeline says its host never reached the critical path: the
-// estimate of the device's queue sees a busy device, the peers see a late rank.
-Json AnalyzeLateHost(bool timeline) {
-  JobSpec spec;
-  spec.ranks = 16;
-  spec.shape = SmallShape();
-  spec.shape.fault = synthetic::Fault::kCpuContention;
-  spec.shape.fault_rank = 13;
-  spec.shape.fault_factor = 1.6;
+// ContendedJob (its loop held back: another thread's GIL, a stolen core) where every rank's
+// device timeline says its host never reached the critical path: the estimate of the device's
+// queue sees a busy device, the peers see a late rank.
+Json AnalyzeLateHost() {
+  JobSpec spec = ContendedJob();
   spec.edit = [&](int, format::Window* w) {
-    if (!timeline) return;
     w->critical_path = true;
     w->device_idle_ns = 1'000'000 * std::max<uint64_t>(w->iterations.count, 1);
     for (format::FunctionPattern& f : w->functions) f.critical_ns = 0;
@@ -217,7 +214,7 @@ Json AnalyzeLateHost(bool timeline) {
 
 TEST_CASE("a late rank's host excess is charged what its peers were measured to wait",
           "[analyzer][critical]") {
-  const Json j = AnalyzeLateHost(true);
+  const Json j = AnalyzeLateHost();
   INFO(j["candidates"].dump(2));
   REQUIRE(j["candidates"].size() >= 1);
   const Json& top = j["candidates"][0];
