@@ -267,7 +267,11 @@ def check_workload(fns, iterations, stack, probe, minor, monitored=False, sample
         # A caller's self times have a histogram of their own; a leaf's would equal its durations.
         expect(g[0].self_hist == 1, f"g: {g[0].self_hist} self-time histogram entries")
         expect(f_g[0].self_hist == 0, f"f: {f_g[0].self_hist} self-time histogram entries")
-    expect(g[0].total >= f_g[0].total, "g inclusive covers its callees")
+    # Where f's calls are sampled its total is an estimate (the timed calls' mean times the
+    # calls), which one timed call stretched by a preemption on a loaded host inflates past g's
+    # measured total: the bound holds only where every call was timed.
+    if not sampled or monitored:
+        expect(g[0].total >= f_g[0].total, "g inclusive covers its callees")
     s = find(fns, "sleeper", "main")
     expect(len(s) == 1 and s[0].count == 5, "sleeper called 5 times")
     ratio = s[0].total / 0.25e9
