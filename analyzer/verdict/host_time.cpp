@@ -199,10 +199,10 @@ double ConfirmedByArrival(const Frame& f, const Candidate& c, double excess_s, J
 }
 
 // What the peers measurably waited for the candidate's rank at visible collectives, per
-// iteration (ApplyArrival attached it: the rank arrived last, persistently), where nothing on
-// the device side of that rank explains the lateness; 0 otherwise. A host excess of X cost the
-// job min(X, this): its peers waited no longer than that, and the rank's device side having
-// nothing to answer for, the lateness is the host's, whatever share of it the estimate of the
+// iteration (ApplyArrival attached it: the rank arrived last, persistently), where no candidate
+// of another kind on that rank explains the lateness; 0 otherwise. A host excess of X cost the
+// job min(X, this): its peers waited no longer than that, and with nothing else on the rank to
+// answer for it, the lateness is the host code's, whatever share of it the estimate of the
 // device's queue puts on the critical path (a loop held back for the GIL by another thread, a
 // descheduled launcher: the estimate sees a busy device, the peers see a late rank).
 double MeasuredWait(const Candidate& c, const std::vector<Candidate>& all) {
@@ -211,7 +211,7 @@ double MeasuredWait(const Candidate& c, const std::vector<Candidate>& all) {
     if (&other == &c || Applies(other) || other.score <= 0) continue;
     if (other.group == c.group && other.rank_set == c.rank_set &&
         other.evidence.value("culprit", false)) {
-      return 0;  // a slower GPU, link or collective of its own: the host only waited for it
+      return 0;  // its slower GPU, link, collective or data loader: the host waited for it
     }
   }
   return std::max(0.0, c.evidence["arrival"].value("peers_wait_s_per_iter", 0.0));
