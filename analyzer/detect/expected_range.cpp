@@ -16,6 +16,9 @@ bool Blocking(FunctionKind k) {
   return k == FunctionKind::kDataLoader || k == FunctionKind::kGc || k == FunctionKind::kSync;
 }
 
+// Blocking functions judged with everything they call (BlockingValue).
+bool Inclusive(FunctionKind k) { return k == FunctionKind::kDataLoader || k == FunctionKind::kGc; }
+
 // A host sync every few steps (loss logging) absorbs the device time the host ran ahead by:
 // it waits long but costs nothing, because the device was busy all along. Only a sync on every
 // iteration puts the host on the critical path (the device idles while the host prepares the
@@ -45,7 +48,7 @@ double BlockingValue(const Frame& f, size_t r, size_t k, size_t fn,
   if (!s || fn >= s->functions.size()) return 0;
   const FunctionKind kind = f.ds->catalog.functions()[fn].kind;
   const FunctionSum sum = s->functions[fn];
-  const bool inclusive = kind == FunctionKind::kDataLoader || kind == FunctionKind::kGc;
+  const bool inclusive = Inclusive(kind);
   if (inclusive && f.host_critical[r][k] >= 0) {
     return PerIteration(*s, SubtreeCriticalNs(*s, subtree));
   }
@@ -69,9 +72,7 @@ std::vector<Finding> DetectExpectedRange(const Frame& f) {
       const FunctionKind kind = fns[fn].kind;
       if (!Blocking(kind) && kind != FunctionKind::kMemcpy) continue;
       const double bound = Blocking(kind) ? f.th.blocking_expected : f.th.memcpy_expected;
-      if (kind == FunctionKind::kDataLoader || kind == FunctionKind::kGc) {
-        subtree = SubtreeOf(f, parent, fn);
-      }
+      subtree = Inclusive(kind) ? SubtreeOf(f, parent, fn) : std::vector<size_t>{};
       Finding x;
       int present = 0;
       for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {

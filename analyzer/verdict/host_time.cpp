@@ -34,7 +34,8 @@ bool HostTimedKind(const Candidate& c) {
 }
 
 bool Applies(const Candidate& c) {
-  return c.source == Source::kDifferential && c.group >= 0 && (HostTimedKind(c) || c.kind == "sync");
+  return c.source == Source::kDifferential && c.group >= 0 &&
+         (HostTimedKind(c) || c.kind == "sync");
 }
 
 struct Compared {
@@ -256,14 +257,16 @@ void AttachRunQueue(const Frame& f, std::vector<Candidate>* cands) {
 void ChargeCriticalPath(const Frame& f, std::vector<Candidate>* cands) {
   for (Candidate& c : *cands) {
     if (!Applies(c)) continue;
+    // A sync's wait is never the rank's own work, however late the rank.
+    const double measured_s =
+        c.kind == "sync" ? 0 : std::min(MeasuredWait(c, *cands), c.impact_s_per_iter);
     if (OffTheLoop(f, c)) {
       // Another thread's time. It cost the job only where the peers waited for this rank: the
       // training loop's own functions got slower (the GIL, a core), and the verdict names the
       // thread's function that took the time.
       Json arrival = Json::object();
       const double confirmed =
-          std::max(ConfirmedByArrival(f, c, c.impact_s_per_iter, &arrival),
-                   std::min(MeasuredWait(c, *cands), c.impact_s_per_iter));
+          std::max(ConfirmedByArrival(f, c, c.impact_s_per_iter, &arrival), measured_s);
       c.evidence["host_critical_path"] = {{"host_excess_s_per_iter", c.impact_s_per_iter},
                                           {"reached_s_per_iter", confirmed},
                                           {"off_the_training_loop", true}};
@@ -284,7 +287,6 @@ void ChargeCriticalPath(const Frame& f, std::vector<Candidate>* cands) {
     const auto host_critical = [&](size_t m, size_t k, const Slot&) {
       return f.host_critical[m][k];
     };
-    const double measured_s = c.kind == "sync" ? 0 : MeasuredWait(c, *cands);
     if (!CulpritsAndPeers(f, c, host_critical, &x) || x.iteration_ns <= 0) {
       // No critical path: on a device rank a sync's wait is the device's time (the wait proves
       // it busy), and what the rank's host did beyond its peers is judged by the host time,
@@ -294,7 +296,6 @@ void ChargeCriticalPath(const Frame& f, std::vector<Candidate>* cands) {
         c.score = 0;
         c.impact_s_per_iter = 0;
       } else if (measured_s > 0 && measured_s < c.impact_s_per_iter) {
-        c.evidence["host_excess_s_per_iter"] = c.impact_s_per_iter;
         c.evidence["decided_by"] = "arrival";
         Charge(&c, measured_s, Step(f, c));
       }
@@ -314,8 +315,8 @@ void ChargeCriticalPath(const Frame& f, std::vector<Candidate>* cands) {
       reached_s = confirmed;
       c.evidence.update(arrival);
       c.evidence["decided_by"] = "arrival";
-    } else if (std::min(measured_s, excess_s) > reached_s) {
-      reached_s = std::min(measured_s, excess_s);
+    } else if (measured_s > reached_s) {
+      reached_s = measured_s;
       c.evidence["decided_by"] = "arrival";
     } else if (c.evidence.value("decided_by", std::string()) != "run_queue_delay") {
       c.evidence["decided_by"] = "host_critical_path";
