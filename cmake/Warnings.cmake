@@ -15,4 +15,11 @@ function(perftracker_sanitize target)
                            -fno-omit-frame-pointer -fno-sanitize-recover=all)
     target_link_options(${target} PRIVATE -fsanitize=${PERFTRACKER_SANITIZE})
   endif()
+  # A fuzz build instruments the sanitized code for coverage: without it libFuzzer sees only the
+  # harness's few branches and mutates blind past the first CRC check. Only sanitized targets:
+  # their runtime defines the coverage callbacks, which a plain binary (the selftest workload,
+  # the injected library) would leave undefined.
+  if(PERFTRACKER_FUZZ)
+    target_compile_options(${target} PRIVATE -fsanitize=fuzzer-no-link)
+  endif()
 endfunction()

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Sets up the machine, builds, and runs every test: the regular build (unit, integration,
-# simgpu, analyzer, scenarios), the installed targets in Release as a user builds them, the unit
-# tests again under ASan+UBSan, the fuzz targets for a bounded number of runs, the aarch64 cross
-# build under qemu-user, and the format benchmark. Every build treats warnings as errors.
+# Sets up the machine, builds, and runs every test: the installed targets in Release as a user
+# builds them, then the test suite in the same build (unit, integration, simgpu, analyzer,
+# scenarios); the unit, analyzer and recorder tests again under ASan+UBSan, with the fuzz targets
+# for a bounded number of runs; the concurrent parts under TSan; the aarch64 cross build under
+# qemu-user; and the format benchmark. Every build treats warnings as errors.
 #
 # Ends with what was skipped and why, what failed, and then one line, the last, that CI reads:
 #   N passed, N failed, N skipped
@@ -115,22 +116,16 @@ build() {
   return 1
 }
 
-stage "== build (RelWithDebInfo)"
-if build build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON; then
-  report_left_out build
-  run_ctest build -j1
-else
-  fail "build (RelWithDebInfo)"
-fi
-
 # What `cmake --build` and `cmake --install` give a user: Release (GCC's -O3 warns where -O2
-# does not), no test suite compiled, and an install that needs nothing more.
+# does not), no test suite compiled, and an install that needs nothing more. The test suite is
+# then built into the same directory: the installed targets' flags do not depend on
+# BUILD_TESTING, so they are compiled once and tested as users build them.
 stage "== installed targets in Release, as a user builds them"
 prefix=$(mktemp -d)
-if build build-release -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF &&
-   cmake --install build-release --prefix "$prefix" >/dev/null &&
+if build build -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF &&
+   cmake --install build --prefix "$prefix" >/dev/null &&
    [[ -x $prefix/bin/perftracker && -f $prefix/lib/libperftracker.so ]] &&
-   [[ ! -d build-release/test/unit ]]; then
+   ! cmake --build build --target help | grep -qE '^\.\.\. (unit_tests|analyzer_tests)$'; then
   echo "ok: Release build and install, no test suite built"
   passed=$((passed + 1))
 else
@@ -138,10 +133,22 @@ else
 fi
 rm -rf "$prefix"
 
-stage "== unit and analyzer tests under ASan+UBSan"
-if build build-asan -DPERFTRACKER_SANITIZE=address,undefined -DPERFTRACKER_SIMGPU=OFF \
-     -DPERFTRACKER_BENCHMARKS=OFF -DCMAKE_BUILD_TYPE=Debug -DBUILD_TESTING=ON; then
-  run_ctest build-asan -j"$jobs" -L 'unit|analyzer|recorder'
+stage "== the test suite (Release)"
+if build build -DBUILD_TESTING=ON; then
+  report_left_out build
+  run_ctest build -j1
+else
+  fail "build of the test suite"
+fi
+
+# One clang build for both: the fuzz targets need clang's libFuzzer and its coverage
+# instrumentation of every library, and the unit, analyzer and recorder tests run in the same
+# ASan+UBSan build instead of compiling the analyzer once more.
+stage "== unit, analyzer and recorder tests, and the fuzz targets (bounded runs), under ASan+UBSan"
+if CC=clang CXX=clang++ build build-asan -DPERFTRACKER_FUZZ=ON -DPERFTRACKER_SIMGPU=OFF \
+     -DPERFTRACKER_BENCHMARKS=OFF -DPERFTRACKER_SANITIZE=address,undefined -DBUILD_TESTING=ON \
+     -DCMAKE_BUILD_TYPE=RelWithDebInfo; then
+  run_ctest build-asan -j"$jobs" -L 'unit|analyzer|recorder|fuzz'
 else
   fail "sanitizer build"
 fi
@@ -153,15 +160,6 @@ if targets="recorder_tests analyzer_tests" build build-tsan -DPERFTRACKER_SANITI
   run_ctest build-tsan -j"$jobs" -L 'recorder|analyzer' -E html_browser
 else
   fail "TSan build"
-fi
-
-stage "== fuzz targets (libFuzzer, bounded runs)"
-if CC=clang CXX=clang++ targets="fuzz_seeds ring_reader_fuzz window_decode_fuzz reduced_decode_fuzz" \
-     build build-fuzz -DPERFTRACKER_FUZZ=ON -DPERFTRACKER_SIMGPU=OFF -DBUILD_TESTING=ON \
-     -DPERFTRACKER_BENCHMARKS=OFF -DPERFTRACKER_SANITIZE=address,undefined; then
-  run_ctest build-fuzz -L fuzz
-else
-  fail "fuzz build"
 fi
 
 # The stage's last line is its summary; a stage that dies before it (install failed, script

@@ -83,7 +83,9 @@ double AddDataParallel(Context& c, std::vector<format::CollectivePattern>* out) 
                               std::max(0.5, 1 + c.shape.jitter * noise);
       const double launch = frac * local[static_cast<size_t>(c.rank)];
       const double start = std::max(launch, previous_done);
-      const double done = std::max(frac * slowest, previous_done) + transfer;
+      // A leftover rank of an uneven split is not in its stage's slowest: the collective still
+      // cannot end before this rank launched it.
+      const double done = std::max({frac * slowest, previous_done, launch}) + transfer;
       const auto d = static_cast<uint64_t>(done - start);
       previous_done = done;
       p.device.Add(d);

@@ -50,8 +50,15 @@ constexpr int64_t kGemmNs =
     2'002'000;  // 2 us + 500 waves of 4 us: the host never starves the stream
 constexpr int64_t kElementwiseNs = 402'000;
 
-// Not inlined: one call site for every launch, so sampling counts are predictable.
-[[gnu::noinline]] void Launch(const void* kernel, int64_t ns, cudaStream_t s) {
+// One call site for every launch, so sampling counts are predictable: not inlined, and under
+// GCC not cloned either (at -O3 its constant propagation makes a copy per kernel, each a call
+// site of its own; clang has no noipa and does not clone this).
+#if defined(__clang__)
+[[gnu::noinline]]
+#else
+[[gnu::noipa]]
+#endif
+void Launch(const void* kernel, int64_t ns, cudaStream_t s) {
   CHECK_CUDA(cudaLaunchKernel(kernel, simgpu_test::GridForNs(ns), dim3(simgpu_test::kThreads),
                               nullptr, 0, s));
 }
