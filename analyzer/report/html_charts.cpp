@@ -62,7 +62,8 @@ struct Axes {
   double X(size_t k) const {
     return slots <= 1 ? (x0 + x1) / 2 : x0 + (x1 - x0) * static_cast<double>(k) / (slots - 1);
   }
-  double Y(double v) const { return y1 - (y1 - y0) * (v - lo) / (hi - lo); }
+  // A value above the axis (a start-up slot) is drawn on its top edge.
+  double Y(double v) const { return y1 - (y1 - y0) * (std::min(v, hi) - lo) / (hi - lo); }
 };
 
 std::string Points(const Axes& a, const std::vector<double>& y) {
@@ -140,18 +141,39 @@ void LineChart(const Dataset& ds, const std::vector<std::vector<double>>& y, std
                std::string_view title, const std::vector<int>& highlighted, std::ostream& out) {
   Axes a;
   a.slots = ds.slot_keys.size();
-  double lo = INFINITY, hi = 0;
+  // The axis fits the steady state. Each rank's first slot holds start-up (compilation, the
+  // allocator's and the loader's first fill, NCCL's set-up) and can be ten steps long; fitted to
+  // it, the steady state is a flat line at the bottom. Start-up still shows: on the top edge,
+  // labelled with its value.
+  double lo = INFINITY, hi = 0, all_lo = INFINITY, all_hi = 0;
   for (const auto& row : y) {
+    bool first = true;
     for (const double v : row) {
-      if (!std::isnan(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+      if (std::isnan(v)) continue;
+      all_lo = std::min(all_lo, v), all_hi = std::max(all_hi, v);
+      if (!first) lo = std::min(lo, v), hi = std::max(hi, v);
+      first = false;
     }
   }
+  if (hi <= 0) lo = all_lo, hi = all_hi;  // one slot each: nothing but start-up to show
   // Margins of a tenth of the spread; a flat run still gets an axis of a few percent.
   const double pad = std::max((hi - lo) * 0.1, hi * 0.02);
   a.lo = std::max(0.0, lo - pad), a.hi = hi + pad;
   out << "<svg class=chart id=" << id << " width=920 height=280 viewBox=\"0 0 920 280\" "
       << "role=img><title>" << title << "</title>\n";
   ChartAxes(ds, a, out);
+  if (all_hi > a.hi) {
+    for (size_t k = 0; k < a.slots; ++k) {
+      double top = 0;
+      for (const auto& row : y) {
+        if (!std::isnan(row[k]) && row[k] > a.hi) top = std::max(top, row[k]);
+      }
+      if (top > 0) {
+        out << "<text x=" << FormatNumber("%.1f", a.X(k)) << " y=" << a.y0 - 4
+            << " class=\"xl above\">&uarr; " << FormatSeconds(top) << "</text>\n";
+      }
+    }
+  }
   std::vector<size_t> peers;
   for (size_t ri = 0; ri < ds.ranks.size(); ++ri) {
     const int rank = ds.ranks[ri].rank();
@@ -209,7 +231,9 @@ void LineChart(const Dataset& ds, const std::vector<std::vector<double>>& y, std
   out << "<span><i class=lmed></i>median of the other " << peers.size() << " ranks</span><span><i "
       << (peers.size() > kMaxPeerLines ? "class=lband></i>their min&ndash;max"
                                        : "class=lpeer></i>each of them")
-      << "</span></div>\n";
+      << "</span>";
+  if (all_hi > a.hi) out << "<span>&uarr; start-up, above the axis: drawn on its top edge</span>";
+  out << "</div>\n";
 }
 
 bool HasValues(const std::vector<std::vector<double>>& y) {

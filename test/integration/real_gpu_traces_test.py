@@ -24,10 +24,11 @@ def check(perftracker, data, case, tmp):
             if any(m.name.startswith("/") or ".." in m.name for m in tar.getmembers()):
                 raise
             tar.extractall(where)
-    out = subprocess.run([perftracker, "analyze", str(where), "--json", "-", "--min-score", "0"],
-                         capture_output=True, text=True, check=True).stdout
+    html = pathlib.Path(tmp) / (name + ".html")
+    out = subprocess.run([perftracker, "analyze", str(where), "--json", "-", "--min-score", "0",
+                          "--html", str(html)], capture_output=True, text=True, check=True).stdout
     report = json.loads(out)
-    problems = []
+    problems = steady_state_drawn(html.read_text())
     step_ms = report["iterations"]["median_s"] * 1e3
     if abs(step_ms / case["step_ms"] - 1) > 0.05:
         problems.append(f"step time {step_ms:.1f} ms, the program measured {case['step_ms']} ms")
@@ -53,6 +54,26 @@ def check(perftracker, data, case, tmp):
     print(f"{name}: {'ok' if not problems else 'FAIL: ' + '; '.join(problems)} "
           f"(step {step_ms:.1f} ms, {len(above)} candidate(s))")
     return not problems
+
+
+def steady_state_drawn(html):
+    """The step-time chart is fitted to the steady state: a start-up slot many steps long is
+    drawn on the top edge, labelled, and the steady slots' median is not squashed into the
+    bottom fifth of the plot (y from 16 at the top to 236 at the bottom)."""
+    chart = re.search(r'id=steptime-svg.*?</svg>', html, re.S)
+    if not chart:
+        return ["no step-time chart in the HTML report"]
+    median = re.search(r'<polyline class=median points="([^"]*)"', chart.group(0))
+    ys = [float(p.split(",")[1]) for p in median.group(1).split()] if median else []
+    if len(ys) < 3:
+        return [f"the step-time chart's median line has {len(ys)} points"]
+    steady = sorted(ys[1:])
+    middle = steady[len(steady) // 2]
+    if middle > 236 - 0.2 * (236 - 16):
+        return [f"the steady state is squashed to the bottom of the step-time chart (y {middle})"]
+    if ys[0] <= 16.0 and "&uarr;" not in chart.group(0):
+        return ["start-up drawn on the chart's top edge without its value"]
+    return []
 
 
 def main():
