@@ -1,10 +1,10 @@
 // The temporal test: a problem every rank shares is invisible across ranks but visible against
 // the same ranks' earlier windows. Per peer group, the median rank's value of a metric in the
-// latest third of the slots is compared with the earliest third; it must have grown by more than
-// 1% of the iteration and a quarter of its old value, and the iteration must have grown with it
-// (the extra time is on the critical path). A third's level is its lowest slot: a change of
-// level raises every slot, while a periodic cost (a checkpoint every N steps) raises only some,
-// and how many of those fall in each third is chance.
+// latest third of the slots is compared with the earliest third after start-up (the first
+// slot); it must have grown by more than 1% of the iteration and a quarter of its old value, and
+// the iteration must have grown with it (the extra time is on the critical path). A third's
+// level is its lowest slot: a change of level raises every slot, while a periodic cost (a
+// checkpoint every N steps) raises only some, and how many of those fall in each third is chance.
 #include <algorithm>
 
 #include "analyzer/detect/detect.h"
@@ -61,17 +61,20 @@ double Level(const std::vector<double>& v, size_t from, size_t to) {
   return level;
 }
 
-// The levels of a series' earliest and latest thirds, and where the latest begins; false with
-// fewer than 3 slots.
+// The levels of a series' earliest and latest thirds after start-up, and where the latest
+// begins; false with fewer than 3 slots after it. The first slot holds start-up (compilation,
+// the allocator's and the loader's first fills, NCCL's set-up) and is no baseline: per iteration
+// its values can be far below the steady state's (a pipeline's collectives had not all begun in
+// its one long iteration), and then every steady slot would look like a slowdown.
 struct Thirds {
   double base = 0, recent = 0;
-  size_t third = 0;
+  size_t third = 0;  // the latest third begins at n - third; the earliest at 1
 };
 bool ThirdsOf(const std::vector<double>& v, Thirds* t) {
   const size_t n = v.size();
-  if (n < 3) return false;
-  t->third = std::max<size_t>(1, n / 3);
-  t->base = Level(v, 0, t->third);
+  if (n < 4) return false;
+  t->third = std::max<size_t>(1, (n - 1) / 3);
+  t->base = Level(v, 1, 1 + t->third);
   t->recent = Level(v, n - t->third, n);
   return true;
 }
@@ -98,7 +101,7 @@ void TestMetric(const Frame& f, int gi, int32_t fn, Aggregate agg, const Series&
   x.deviation = base > 0 ? change / base : change / recent_t;
   x.excess_ns = change;
   x.iteration_ns = recent_t;
-  for (size_t k = third; k < n; ++k) x.windows_seen += s.value[k] > base + 0.5 * change;
+  for (size_t k = 1 + third; k < n; ++k) x.windows_seen += s.value[k] > base + 0.5 * change;
   x.windows_total = static_cast<int>(n);
   x.extra["baseline_iteration_s"] = base_t * 1e-9;
   x.extra["recent_iteration_s"] = recent_t * 1e-9;
