@@ -2,9 +2,11 @@
 // the same ranks' earlier windows. Per peer group, the median rank's value of a metric in the
 // latest third of the slots is compared with the earliest third after start-up (the first
 // slot); it must have grown by more than 1% of the iteration and a quarter of its old value, and
-// the iteration must have grown with it (the extra time is on the critical path). A third's
-// level is its lowest slot: a change of level raises every slot, while a periodic cost (a
-// checkpoint every N steps) raises only some, and how many of those fall in each third is chance.
+// the iteration must have grown with it (the extra time is on the critical path), and the new
+// level must lie above every slot of the earliest third (above the noise it showed by itself).
+// A third's level is its lowest slot: a change of level raises every slot, while a periodic
+// cost (a checkpoint every N steps) raises only some, and how many of those fall in each third
+// is chance.
 #include <algorithm>
 
 #include "analyzer/detect/detect.h"
@@ -61,21 +63,24 @@ double Level(const std::vector<double>& v, size_t from, size_t to) {
   return level;
 }
 
-// The levels of a series' earliest and latest thirds after start-up, and where the latest
-// begins; false with fewer than 3 slots after it. The first slot holds start-up (compilation,
-// the allocator's and the loader's first fills, NCCL's set-up) and is no baseline: per iteration
-// its values can be far below the steady state's (a pipeline's collectives had not all begun in
-// its one long iteration), and then every steady slot would look like a slowdown.
+// The levels of a series' earliest and latest thirds, and where the latest begins; false with
+// fewer than 3 slots after start-up. The earliest third begins after the first slot, which holds
+// start-up (compilation, the allocator's and the loader's first fills, NCCL's set-up) and is no
+// baseline: per iteration its values can be far below the steady state's (a pipeline's
+// collectives had not all begun in its one long iteration), and then every steady slot would
+// look like a slowdown.
 struct Thirds {
   double base = 0, recent = 0;
-  size_t third = 0;  // the latest third begins at n - third; the earliest at 1
+  double base_high = 0;  // the earliest third's highest slot: how far it varied by itself
+  size_t third = 0;      // the latest third begins at n - third; the earliest at 1
 };
 bool ThirdsOf(const std::vector<double>& v, Thirds* t) {
   const size_t n = v.size();
   if (n < 4) return false;
-  t->third = std::max<size_t>(1, (n - 1) / 3);
+  t->third = std::max<size_t>(1, n / 3);
   t->base = Level(v, 1, 1 + t->third);
   t->recent = Level(v, n - t->third, n);
+  t->base_high = *std::max_element(v.begin() + 1, v.begin() + 1 + static_cast<long>(t->third));
   return true;
 }
 
@@ -89,6 +94,10 @@ void TestMetric(const Frame& f, int gi, int32_t fn, Aggregate agg, const Series&
   const double base_t = step.base, recent_t = step.recent;
   const double change = recent - base;
   if (change <= std::max(0.01 * recent_t, 0.25 * base)) return;
+  // A change of level lifts every recent slot above the whole earliest third. Where the recent
+  // level is within the range the earliest third spanned on its own (a host shared with other
+  // work, whose steps swing by a third from window to window), nothing changed but the noise.
+  if (recent <= value.base_high) return;
   if (recent_t - base_t < 0.5 * change) return;
   Finding x;
   x.source = Source::kTemporal;

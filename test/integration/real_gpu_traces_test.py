@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The analyzer on ring files with known truths (cases.json in test/data/real_gpu, written on
-real GPUs, and in test/data/simgpu): a clean job gets no candidate, an injected cause is named
+real GPUs, and in test/data/scenarios): a clean job gets no candidate, an injected cause is named
 first at the user's depth with a clear margin, and the step time is the program's own within 5%.
 
 Usage: real_gpu_traces_test.py PERFTRACKER DATA_DIR
