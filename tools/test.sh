@@ -142,8 +142,9 @@ else
 fi
 
 # One clang build for both: the fuzz targets need clang's libFuzzer and its coverage
-# instrumentation of every library, and the unit, analyzer and recorder tests run in the same
-# ASan+UBSan build instead of compiling the analyzer once more.
+# instrumentation of the sanitized libraries they read with (cmake/Warnings.cmake), and the unit,
+# analyzer and recorder tests run in the same ASan+UBSan build instead of compiling the analyzer
+# once more.
 stage "== unit, analyzer and recorder tests, and the fuzz targets (bounded runs), under ASan+UBSan"
 if CC=clang CXX=clang++ build build-asan -DPERFTRACKER_FUZZ=ON -DPERFTRACKER_SIMGPU=OFF \
      -DPERFTRACKER_BENCHMARKS=OFF -DPERFTRACKER_SANITIZE=address,undefined -DBUILD_TESTING=ON \

@@ -162,7 +162,8 @@ void LineChart(const Dataset& ds, const std::vector<std::vector<double>>& y, std
   out << "<svg class=chart id=" << id << " width=920 height=280 viewBox=\"0 0 920 280\" "
       << "role=img><title>" << title << "</title>\n";
   ChartAxes(ds, a, out);
-  if (all_hi > a.hi) {
+  const bool above_axis = all_hi > a.hi;
+  if (above_axis) {
     for (size_t k = 0; k < a.slots; ++k) {
       double top = 0;
       for (const auto& row : y) {
@@ -232,7 +233,7 @@ void LineChart(const Dataset& ds, const std::vector<std::vector<double>>& y, std
       << (peers.size() > kMaxPeerLines ? "class=lband></i>their min&ndash;max"
                                        : "class=lpeer></i>each of them")
       << "</span>";
-  if (all_hi > a.hi) out << "<span>&uarr; start-up, above the axis: drawn on its top edge</span>";
+  if (above_axis) out << "<span>&uarr; start-up, above the axis: drawn on its top edge</span>";
   out << "</div>\n";
 }
 
