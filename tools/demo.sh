@@ -14,9 +14,11 @@ cmake --build build -j"$(nproc)" --target perftracker perftracker_bin simtorch_C
 bin=build/analyzer
 out=$(mktemp -d /tmp/perftracker-demo.XXXXXX)
 
+# A 40-step job: windows of 5 steps (PERFTRACKER_WINDOW_S=0), not of 20 s as a real job's.
 echo "--- training: 8 ranks under torchrun, rank 3's GPU throttled (SIMGPU_COMPUTE_SLOWDOWN=3=1.3, NVML reports HW thermal slowdown)"
 LD_PRELOAD="$PWD/build/preload/libperftracker.so" PERFTRACKER_DIR="$out" \
-  PERFTRACKER_JOB_ID=demo PERFTRACKER_WINDOW_ITERS=5 PERFTRACKER_SAMPLE_EVERY=1 \
+  PERFTRACKER_JOB_ID=demo PERFTRACKER_WINDOW_ITERS=5 PERFTRACKER_WINDOW_S=0 \
+  PERFTRACKER_SAMPLE_EVERY=1 \
   PERFTRACKER_RING_MB=4 SIMGPU_TIME_SCALE=1 SIMGPU_JITTER=0.03 SIMGPU_COMPUTE_SLOWDOWN=3=1.3 \
   SIMGPU_NVML_THROTTLE=3=hw_thermal \
   examples/sim_train/run.sh build 8 --iters 40 --layers 4 --seq 2048 --log-every 5 \

@@ -36,7 +36,11 @@ int DumpCommand(std::span<const std::string> args, std::ostream& out, std::ostre
   header["data_capacity"] = c.data_capacity;
   out << Line(header) << "\n";
   json live = {{"type", "live"}, {"valid", c.live.has_value()}};
-  if (c.live) live.update(ToJson(*c.live));
+  if (c.live) {
+    live.update(ToJson(*c.live));
+    format::Window open;
+    if (format::DecodeOpenWindow(*c.live, &open)) live["open_window"] = ToJson(open);
+  }
   out << Line(live) << "\n";
 
   uint64_t undecodable = 0;

@@ -8,9 +8,11 @@
 // only the records new since the last round into kept state: slots are sums that cannot give a
 // window back once it slides out, a ring that wraps or a rank that restarts (a new file) would
 // need its state thrown away anyway, and the detectors want a fixed recent span, not the whole
-// run, to say what is wrong now. The cost is bounded by K: older records are never decoded. What
-// watch keeps between rounds is each file's size and modification time: a round where no file
-// changed has nothing new to say and reads nothing.
+// run, to say what is wrong now. Each rank's open window (its live slot's, FORMAT.md) is folded
+// after its newest records: windows last PERFTRACKER_WINDOW_S (20 s) or more, and a fault must
+// not wait for the window that holds it to end. The cost is bounded by K: older records are
+// never decoded. What watch keeps between rounds is each file's size and modification time: a
+// round where no file changed has nothing new to say and reads nothing.
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -131,6 +133,7 @@ struct RoundResult {
 bool AnalyzeRound(const Options& o, RoundResult* out, std::string* error) {
   WindowSelection selection;
   selection.last = o.windows;
+  selection.open = true;
   // One reader thread: the watched job owns the machine's cores.
   auto ds = Ingest(o.dir, {1, nullptr}, error, selection);
   if (!ds) return false;

@@ -205,6 +205,50 @@ void Rekey(RankData* rank, int shift) {
   rank->shift = shift;
 }
 
+// Windows differ in length: a rank may have sized its windows otherwise than its peers near a
+// threshold, or made one-block windows for a detailed period alone (window_schedule.h). Window
+// lengths are a block times a power of two, so one rank's boundaries are mostly the other's, but
+// a slot is compared across ranks only if it means the same iterations on each: a key is kept
+// where no rank's slot spans across it, and the slots of keys that are not merge into the kept
+// key before them. A rank without data at a key (a ring that wrapped, a late start) says
+// nothing against it.
+void CommonBoundaries(Dataset* dataset, std::vector<uint64_t>* keys) {
+  const int shift = dataset->shift;
+  std::vector<int64_t> spanned(keys->size() + 1, 0);
+  for (const RankData& r : dataset->ranks) {
+    for (const Slot& s : r.slots) {
+      const uint64_t last = s.iter_end > s.iter_begin ? (s.iter_end - 1) >> shift : s.key;
+      if (last <= s.key) continue;
+      const auto lo = std::upper_bound(keys->begin(), keys->end(), s.key) - keys->begin();
+      const auto hi = std::upper_bound(keys->begin(), keys->end(), last) - keys->begin();
+      ++spanned[static_cast<size_t>(lo)];
+      --spanned[static_cast<size_t>(hi)];
+    }
+  }
+  std::vector<uint64_t> kept;
+  int64_t open = 0;
+  for (size_t i = 0; i < keys->size(); ++i) {
+    open += spanned[i];
+    if (open == 0) kept.push_back((*keys)[i]);
+  }
+  if (kept.size() == keys->size()) return;
+  for (RankData& r : dataset->ranks) {
+    std::vector<Slot> merged;
+    for (Slot& s : r.slots) {
+      const auto at = std::upper_bound(kept.begin(), kept.end(), s.key);
+      const uint64_t key = at == kept.begin() ? s.key : *(at - 1);
+      if (!merged.empty() && merged.back().key == key) {
+        merged.back().Merge(s);
+      } else {
+        s.key = key;
+        merged.push_back(std::move(s));
+      }
+    }
+    r.slots = std::move(merged);
+  }
+  *keys = std::move(kept);
+}
+
 Slot* SlotFor(RankData* rank, uint64_t iter_begin) {
   const uint64_t key = iter_begin >> rank->shift;
   auto it = std::lower_bound(rank->slots.begin(), rank->slots.end(), key,
@@ -328,6 +372,7 @@ void Align(Dataset* dataset) {
     keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
   }
   dataset->shift = shift;
+  CommonBoundaries(dataset, &keys);
   dataset->slot_keys = std::move(keys);
   HarmonizeModes(dataset);
   ParallelFor(dataset->ranks.size(), dataset->threads,

@@ -1,7 +1,8 @@
 // Stage 2: alignment by iteration number. Every window lands in the slot of its first iteration
 // (iter_begin >> shift); a rank whose slots exceed kMaxSlots doubles the slot width, and before
-// analysis all ranks are brought to the same width so slot k means the same iterations on every
-// rank. Windows end on iteration numbers every rank agrees on, so no clocks are compared.
+// analysis all ranks are brought to the same width, and slots that one rank's longer window spans
+// are merged on every rank, so slot k means the same iterations on every rank. Windows end on
+// iteration numbers every rank computes alike, so no clocks are compared.
 #pragma once
 
 #include <string>

@@ -111,6 +111,7 @@ void ReadRankFile(const std::string& path, const WindowSelection& selection,
   format::FunctionTableMemo memo;  // of `window`'s function table
   FoldScratch scratch;
   uint64_t undecodable = 0, deselected = 0;
+  uint64_t folded_end = 0;  // iterations the folded windows reach
   // The reader verified every record it hands over; the slots need none of the details.
   format::DecodeOptions decode = kSlotDecode;
   decode.memo = &memo;
@@ -129,6 +130,7 @@ void ReadRankFile(const std::string& path, const WindowSelection& selection,
           return true;
         }
         FoldWindow(window, &out->catalog, &r, &scratch);
+        folded_end = std::max(folded_end, window.iter_end);
         r.health.dropped_events += window.health.dropped_events;
         r.health.dropped_functions += window.health.dropped_functions;
         r.health.dropped_windows =
@@ -137,6 +139,15 @@ void ReadRankFile(const std::string& path, const WindowSelection& selection,
         return true;
       },
       first);
+  // The open window begins where the last written one ended; one the live slot still holds
+  // from before that (an update older than the last window) is not folded twice.
+  if (selection.open && r.live && format::DecodeOpenWindow(*r.live, &window) &&
+      window.iter_begin >= folded_end && window.iter_end > window.iter_begin &&
+      Selected(selection, window, since_from)) {
+    FoldWindow(window, &out->catalog, &r, &scratch);
+  }
+  // Up to half the live slot per rank, of no further use: thousands of ranks must not keep it.
+  if (r.live) std::vector<uint8_t>().swap(r.live->open_window);
   r.stats = reader.contents().stats;
   CountDamage(r, undecodable, deselected + first, &out->diagnostics);
   r.PackSums();

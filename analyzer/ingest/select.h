@@ -18,6 +18,9 @@ struct WindowSelection {
   uint64_t since_ns = 0;    // > 0: windows that end at most this long before the rank's newest
   uint64_t iter_begin = 0;  // windows whose first iteration is in [iter_begin, iter_end)
   uint64_t iter_end = std::numeric_limits<uint64_t>::max();
+  // Also each rank's open window, from its live slot (watch: windows last 20 s or more, and a
+  // fault must not wait for the window that holds it to end).
+  bool open = false;
   bool everything() const {
     return last == 0 && since_ns == 0 && iter_begin == 0 &&
            iter_end == std::numeric_limits<uint64_t>::max();

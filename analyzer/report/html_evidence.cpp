@@ -100,12 +100,15 @@ std::string CulpritSentences(const Json& e) {
   std::string s;
   if (e.contains("arrival")) {
     const Json& a = e["arrival"];
+    const double wait = a.value("peers_wait_s_per_iter", 0.0);
     s += FormatNumber("It arrives last at %.0f%% of the collectives, ",
                       100 * a.value("last_to_arrive_share", 0.0)) +
-         FormatSeconds(a.value("delay_s", 0.0)) +
-         " behind the median, and its peers' collectives run " +
-         FormatSeconds(a.value("peers_wait_s_per_iter", 0.0)) +
-         " longer per iteration waiting for it. ";
+         FormatSeconds(a.value("delay_s", 0.0)) + " behind the median, and " +
+         (wait >= 0 ? "its peers' collectives run " + FormatSeconds(wait) +
+                          " longer per iteration waiting for it. "
+                    : "its own collectives run " + FormatSeconds(-wait) +
+                          " longer than its peers' per iteration (its host is slow at them "
+                          "too). ");
   }
   if (e.contains("likely_victim_of")) {
     const Json& v = e["likely_victim_of"];

@@ -194,10 +194,15 @@ void WriteWhen(const Json& e, std::ostream& out) {
 
 // C4's evidence that this rank holds the others back.
 std::string ArrivalLine(const Json& a) {
+  // Negative where the rank's own collectives are the slower ones (its host is busy at them
+  // too): the delay is then what says the peers waited.
+  const double wait = a.value("peers_wait_s_per_iter", 0.0);
   return "culprit: arrives last at " +
          FormatNumber("%.0f%%", 100 * a.value("last_to_arrive_share", 0.0)) + " of collectives, " +
-         FormatSeconds(a.value("delay_s", 0.0)) + " behind the median; peers' collectives run " +
-         FormatSeconds(a.value("peers_wait_s_per_iter", 0.0)) + " longer per iteration";
+         FormatSeconds(a.value("delay_s", 0.0)) + " behind the median; " +
+         (wait >= 0 ? "peers' collectives run " + FormatSeconds(wait) + " longer per iteration"
+                    : "its own collectives run " + FormatSeconds(-wait) +
+                          " longer than its peers' per iteration");
 }
 
 void Candidates(const Report& rep, size_t top, std::ostream& out) {

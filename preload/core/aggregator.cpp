@@ -2,10 +2,12 @@
 
 #include <algorithm>
 
+#include "preload/core/py_mode.h"
+
 namespace perftracker::preload {
 
-Aggregator::Aggregator(uint64_t window_iters, uint64_t window_ns, uint64_t start_ns)
-    : window_iters_(std::max<uint64_t>(window_iters, 1)),
+Aggregator::Aggregator(uint64_t block_iters, uint64_t window_ns, uint64_t start_ns)
+    : schedule_(block_iters, window_ns),
       window_ns_(window_ns),
       window_start_ns_(start_ns),
       iteration_start_ns_(start_ns) {}
@@ -196,7 +198,14 @@ void Aggregator::EndIteration(uint64_t end_ns, const Tables& tables) {
   touched_.clear();
   ++iterations_;
   iteration_start_ns_ = end_ns;
-  if (iterations_ % window_iters_ == 0) finished_.push_back(Build(end_ns, tables));
+  if (iterations_ % schedule_.block() != 0) return;
+  // A window ends where a detailed period begins and ends, even if its length says otherwise:
+  // a window is recorded in one mode throughout.
+  const uint64_t block = iterations_ / schedule_.block();
+  if (iterations_ < schedule_.end() && !DetailedPeriodBoundary(block)) return;
+  const uint64_t mean_ns = s.count > 0 ? s.total_ns / s.count : 0;
+  finished_.push_back(Build(end_ns, tables));
+  schedule_.Closed(iterations_, mean_ns);
 }
 
 std::optional<format::Window> Aggregator::TakeFinished(uint64_t now_ns, const Tables& tables) {

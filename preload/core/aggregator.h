@@ -1,7 +1,8 @@
 // Turns drained events into window summaries. Owned by the writer thread; single-threaded.
 //
-// Windows end on iteration boundaries that every rank agrees on: window k holds iterations
-// [k*W, (k+1)*W). Iteration i ends at the i-th kIteration event (counting from 0): a Python step
+// Windows end on iteration boundaries that every rank agrees on (window_schedule.h: a multiple of
+// the window's length, PERFTRACKER_WINDOW_ITERS times a power of two; one block each during a
+// detailed period, py_mode.h). Iteration i ends at the i-th kIteration event (counting from 0): a Python step
 // marker (MarkIteration), or without those a boundary of the collective period that the writer
 // adds (collective_iterations.h). Window 0 also holds everything before the first step
 // (start-up). A process with neither gets windows of `window_ns`, with an empty iteration range.
@@ -15,6 +16,7 @@
 #include "preload/core/event_ring.h"
 #include "preload/core/recorder_state.h"
 #include "preload/core/signal_set.h"
+#include "preload/core/window_schedule.h"
 #include "schemas/format/live.h"
 #include "schemas/format/window.h"
 
@@ -22,7 +24,9 @@ namespace perftracker::preload {
 
 class Aggregator {
  public:
-  Aggregator(uint64_t window_iters, uint64_t window_ns, uint64_t start_ns);
+  // Windows of `block_iters` x 2^k iterations lasting at least `window_ns` (0: one block);
+  // without iterations, windows of `window_ns`.
+  Aggregator(uint64_t block_iters, uint64_t window_ns, uint64_t start_ns);
 
   // Events must come in time order per thread; across threads, merged by the caller.
   void Add(const Event& e, const Tables& tables);
@@ -30,6 +34,8 @@ class Aggregator {
   std::optional<format::Window> TakeFinished(uint64_t now_ns, const Tables& tables);
   // The open window as it is now (for exit paths); the next window starts empty.
   format::Window TakePartial(uint64_t now_ns, const Tables& tables);
+  // The open window as it is now, which goes on (the live slot's, for `watch`).
+  format::Window Snapshot(uint64_t now_ns, const Tables& tables);
 
   void AddHealth(uint64_t dropped_events, uint64_t hook_ns, uint64_t hook_calls);
   // The iteration thread's time on a CPU and in a run queue since the last call (sched_stat.h).
@@ -41,6 +47,8 @@ class Aggregator {
   SignalSet& signals() { return signals_; }
 
   uint64_t iterations() const { return iterations_; }
+  uint64_t window_length() const { return schedule_.length(); }
+  const WindowSchedule& windows() const { return schedule_; }
   uint64_t windows_done() const { return window_seq_; }
 
  private:
@@ -89,8 +97,9 @@ class Aggregator {
   void EndIteration(uint64_t end_ns, const Tables& tables);
   CommState& Comm(const CollectiveEntry& entry);
   format::Window Build(uint64_t end_ns, const Tables& tables);
+  format::Window Describe(uint64_t end_ns, const Tables& tables, bool take);
 
-  uint64_t window_iters_;
+  WindowSchedule schedule_;
   uint64_t window_ns_;
   uint64_t window_start_ns_;
   uint64_t window_seq_ = 0;

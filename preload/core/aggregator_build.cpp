@@ -1,4 +1,5 @@
-// Aggregator::Build: the accumulated patterns of the open window as a format::Window.
+// Aggregator::Build and Snapshot: the accumulated patterns of the open window as a
+// format::Window, ending it or not.
 #include "preload/core/aggregator.h"
 #include "preload/core/unrecorded_spans.h"
 
@@ -29,11 +30,25 @@ uint64_t ScaleToCount(uint64_t sum, uint64_t timed, uint64_t count, uint64_t mea
   return static_cast<uint64_t>(static_cast<unsigned __int128>(sum) * count / timed);
 }
 
+// Moved out of the accumulator when the window ends (`take`), copied for a snapshot.
+template <class T>
+T Take(T& from, bool take) {
+  return take ? std::move(from) : from;
+}
+
 }  // namespace
 
 format::Window Aggregator::Build(uint64_t end_ns, const Tables& tables) {
+  return Describe(end_ns, tables, true);
+}
+
+format::Window Aggregator::Snapshot(uint64_t now_ns, const Tables& tables) {
+  return Describe(now_ns, tables, false);
+}
+
+format::Window Aggregator::Describe(uint64_t end_ns, const Tables& tables, bool take) {
   format::Window w;
-  w.window_seq = window_seq_++;
+  w.window_seq = take ? window_seq_++ : window_seq_;
   w.iter_begin = window_first_iter_;
   w.iter_end = iterations_;
   w.start_mono_ns = window_start_ns_;
@@ -64,10 +79,10 @@ format::Window Aggregator::Build(uint64_t end_ns, const Tables& tables) {
     p.device_samples = f.device_samples;
     p.device_ns = f.device_ns;
     p.captured = f.captured;
-    p.duration = std::move(f.duration);
-    p.device = std::move(f.device);
-    p.per_iteration = std::move(f.per_iteration);
-    if (f.self_differs) p.self_duration = std::move(f.self_duration);
+    p.duration = Take(f.duration, take);
+    p.device = Take(f.device, take);
+    p.per_iteration = Take(f.per_iteration, take);
+    if (f.self_differs) p.self_duration = Take(f.self_duration, take);
     // Like the time, the critical time of the timed calls stands for all of them.
     p.critical_ns = (f.timed > 0 ? static_cast<uint64_t>(static_cast<double>(f.critical) *
                                                          static_cast<double>(f.count) /
@@ -76,6 +91,7 @@ format::Window Aggregator::Build(uint64_t end_ns, const Tables& tables) {
                     f.critical_slice;
     index[slot] = static_cast<int32_t>(w.functions.size());
     w.functions.push_back(std::move(p));
+    if (!take) continue;
     // An iteration in progress continues into the next window.
     FunctionAcc carried;
     carried.iter_count = f.iter_count;
@@ -103,32 +119,38 @@ format::Window Aggregator::Build(uint64_t end_ns, const Tables& tables) {
     p.host_ns = c.host_ns;
     p.device_samples = c.device_samples;
     p.device_ns = c.device_ns;
-    p.device = std::move(c.device);
-    p.launch_offset = std::move(c.launch_offset);
+    p.device = Take(c.device, take);
+    p.launch_offset = Take(c.launch_offset, take);
     p.first_seq = c.first_seq;
     p.last_seq_launched = c.last_launched;
     p.last_seq_completed = c.last_completed;
     w.collectives.push_back(std::move(p));
-    c = CollectiveAcc{};
+    if (take) c = CollectiveAcc{};
   }
 
   w.critical_path = critical_path_;
   w.device_idle_ns = device_idle_ns_;
-  w.cuda_runtimes = g_cuda_runtime_nodes.exchange(0, std::memory_order_relaxed);
-  g_cuda_runtime_nodes_ever.fetch_or(w.cuda_runtimes, std::memory_order_relaxed);
   w.python_unrecorded = g_python_unrecorded.Overlaps(window_start_ns_, end_ns);
-  signals_.TakeWindow(&w.signals);
   w.thread_cpu_ns = thread_cpu_ns_;
   w.run_delay_ns = run_delay_ns_;
+  const uint64_t dropped_functions = tables.dropped_functions.load(std::memory_order_relaxed);
+  w.health = health_;
+  w.health.dropped_functions = dropped_functions - dropped_functions_seen_;
+  if (!take) {
+    w.cuda_runtimes = g_cuda_runtime_nodes.load(std::memory_order_relaxed);
+    signals_.PeekWindow(&w.signals);
+    w.iterations = iteration_stats_;
+    return w;
+  }
+  w.cuda_runtimes = g_cuda_runtime_nodes.exchange(0, std::memory_order_relaxed);
+  g_cuda_runtime_nodes_ever.fetch_or(w.cuda_runtimes, std::memory_order_relaxed);
+  signals_.TakeWindow(&w.signals);
   critical_path_ = false;
   device_idle_ns_ = 0;
   thread_cpu_ns_ = run_delay_ns_ = 0;
   w.iterations = std::move(iteration_stats_);
   iteration_stats_ = format::IterationStats{};
-  const uint64_t dropped_functions = tables.dropped_functions.load(std::memory_order_relaxed);
-  health_.dropped_functions = dropped_functions - dropped_functions_seen_;
   dropped_functions_seen_ = dropped_functions;
-  w.health = health_;
   health_ = format::Health{};
   window_first_iter_ = iterations_;
   window_start_ns_ = end_ns;

@@ -1,5 +1,6 @@
 #include "preload/core/config.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -52,7 +53,9 @@ Config LoadConfig() {
 #undef PERFTRACKER_CONFIG_LOAD
   if (c.ring_mb < 1) c.ring_mb = 1;
   if (c.helper_ring_mb < 1) c.helper_ring_mb = 1;
-  if (c.window_iters < 1) c.window_iters = 1;
+  // A block times 2^16 (window_schedule.h) and block numbers of 32 bits (py_mode.h) stay within
+  // 64 bits of iterations.
+  c.window_iters = std::clamp<uint64_t>(c.window_iters, 1, uint64_t{1} << 20);
   if (c.drain_ms < 1) c.drain_ms = 1;
   return c;
 }

@@ -22,8 +22,12 @@ namespace perftracker::preload {
     "how long exit waits for the last window to be written (and for the device-timer thread) " \
     "before leaving without it")                                                               \
   X(WINDOW_ITERS, Uint, window_iters, 10,                                                       \
-    "iterations per window; windows end on multiples of it, alike on every rank")               \
-  X(WINDOW_S, Uint, window_s, 20, "window length in seconds while no iteration is recognized")   \
+    "the shortest window, in iterations: a window is this times a power of two iterations "     \
+    "long and ends on a multiple of its length, alike on every rank (schemas/FORMAT.md)")      \
+  X(WINDOW_S, Uint, window_s, 20,                                                               \
+    "a window lasts at least this many seconds: its iteration count doubles, from the step "   \
+    "time, until it does; without recognized iterations, windows of this length; `0` = "       \
+    "windows of exactly `PERFTRACKER_WINDOW_ITERS` iterations")                                \
   X(DRAIN_MS, Uint, drain_ms, 20, "how often the writer thread drains the per-thread buffers")   \
   X(THREAD_EVENTS, Uint, thread_events, 65536,                                                  \
     "events buffered per thread between drains (48 bytes each); more are dropped and counted")  \

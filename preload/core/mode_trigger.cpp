@@ -13,7 +13,7 @@ namespace perftracker::preload {
 
 ModeTrigger::ModeTrigger(const Config& config, std::string trigger_path)
     : window_iters_(std::max<uint64_t>(config.window_iters, 1)),
-      detailed_windows_(std::max<uint64_t>(config.detailed_windows, 1)),
+      detailed_windows_(std::clamp<uint64_t>(config.detailed_windows, 1, 0xffff)),
       path_(std::move(trigger_path)) {
   bool ok = true;
   const bool detailed = ParseDetailedMode(config.mode, &ok);  // the Python hook warns
@@ -50,11 +50,19 @@ void ModeTrigger::EvaluateSlowdown() {
   rearm_above_ = mean + mean / 20;
 }
 
-void ModeTrigger::Schedule(uint64_t earliest_window) {
-  // The hook's count runs ahead of the drained one: the next boundary neither has reached.
+void ModeTrigger::Schedule(uint64_t earliest_block) {
+  // The hook's count runs ahead of the drained one: the next window end neither has reached,
+  // and not before the earliest block.
+  // Block numbers travel in 32 bits (py_mode.h): beyond, the period never comes.
+  constexpr uint64_t kLastBlock = 0xffff0000u;
   const uint64_t now = std::max(iterations_, g_py_mode.python_iterations.load());
-  const uint64_t first = std::max(earliest_window, now / window_iters_ + 1);
-  const uint64_t end = first + detailed_windows_;
+  const uint64_t earliest = std::min(earliest_block, kLastBlock) * window_iters_;
+  const uint64_t after = std::max(now, earliest > 0 ? earliest - 1 : 0);
+  const uint64_t first_iteration =
+      windows_ != nullptr ? windows_->NextEnd(after) : (after / window_iters_ + 1) * window_iters_;
+  const uint64_t per_window = windows_ != nullptr ? windows_->length() / window_iters_ : 1;
+  const uint64_t first = std::min(first_iteration / window_iters_, kLastBlock);
+  const uint64_t end = std::min(first + detailed_windows_ * per_window, uint64_t{0xffffffffu});
   g_py_mode.schedule.store(PackSchedule(first, end), std::memory_order_release);
   period_end_ = end * window_iters_;
   quiet_until_ = period_end_ + kLowIterations;

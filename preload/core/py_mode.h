@@ -2,10 +2,12 @@
 // thread's trigger (mode_trigger.h) and the CPython eval hook share.
 //
 // Light mode folds Python functions that proved cheap into their caller; detailed mode records
-// them. A detailed period is a range of windows [first, end): the writer decides it (slowdown,
-// trigger file) and publishes it in one atomic word; the thread that ends iterations applies it
-// exactly when an iteration that is a multiple of PERFTRACKER_WINDOW_ITERS begins, so every rank
-// switches on the same iteration without talking to the others. The hot path reads `detailed`
+// them. A detailed period is a range of blocks [first, end) of PERFTRACKER_WINDOW_ITERS
+// iterations (block k: iterations [k*W, (k+1)*W); the "window" arguments below are block
+// numbers): the writer decides it (slowdown, trigger file) and publishes it in one atomic word;
+// the thread that ends iterations applies it exactly when an iteration that is a multiple of W
+// begins, so every rank switches on the same iteration without talking to the others. A period
+// begins at a window end and lasts whole windows (mode_trigger.h, window_schedule.h). The hot path reads `detailed`
 // only for functions light mode folds: one predictable load.
 #pragma once
 
@@ -54,6 +56,14 @@ inline void ApplyPyModeAt(uint64_t window) {
   if (want) m.applied_off.store(~uint64_t{0}, std::memory_order_release);
   (want ? m.applied_on : m.applied_off).store(window, std::memory_order_release);
   m.detailed.store(want, std::memory_order_relaxed);
+}
+
+// At the start of block `window`, a detailed period begins or ends (writer thread): the
+// aggregator ends a window there, so that a window is recorded in one mode throughout.
+inline bool DetailedPeriodBoundary(uint64_t window) {
+  const uint64_t schedule = g_py_mode.schedule.load(std::memory_order_acquire);
+  return window > 0 &&
+         ScheduledDetailed(schedule, window) != ScheduledDetailed(schedule, window - 1);
 }
 
 // The mode a window was captured in, from what was applied (writer thread).

@@ -54,6 +54,12 @@ void SignalSet::AddFlags(SignalId id, uint64_t bits) {
   ++s.samples;
 }
 
+void SignalSet::PeekWindow(std::vector<format::Signal>* out) const {
+  for (const Entry& e : entries_) {
+    if (e.window.samples > 0) out->push_back(e.window);
+  }
+}
+
 void SignalSet::TakeWindow(std::vector<format::Signal>* out) {
   for (Entry& e : entries_) {
     format::Signal& s = e.window;

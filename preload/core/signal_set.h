@@ -35,6 +35,8 @@ class SignalSet {
   // The window's signals (those with a sample; counters with an increase measured), appended to
   // `out` in interning order; the window's accumulators restart, the counters' baselines stay.
   void TakeWindow(std::vector<format::Signal>* out);
+  // The same, leaving the window's accumulators as they are.
+  void PeekWindow(std::vector<format::Signal>* out) const;
 
   size_t size() const { return entries_.size(); }
   static constexpr size_t kMaxSignals = 1024;

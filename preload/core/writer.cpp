@@ -55,6 +55,7 @@ struct WriterState {
   std::unique_ptr<ModeTrigger> mode_trigger;   // light / detailed Python recording
   format::WindowEncoder encoder;
   flatbuffers::FlatBufferBuilder live_builder;
+  format::WindowEncoder live_encoder;  // the open window's, for the live slot
   std::vector<Event> batch;
   SegmentScratch segments;
   // The training loop's thread (the ring that marks iterations, else launches collectives) and
@@ -185,8 +186,18 @@ void WriteLive(WriterState& w, uint64_t now) {
   clock_gettime(CLOCK_REALTIME, &ts);
   live.update_real_ns = uint64_t(ts.tv_sec) * 1'000'000'000ull + uint64_t(ts.tv_nsec);
   if (PythonStackProvider provider = GetPythonStackProvider()) provider(&live.python_stack);
+  // The open window too: windows last PERFTRACKER_WINDOW_S or more, and `watch` would otherwise
+  // see a fault only once the window that holds it ends. Left out where it does not fit.
+  format::Window open = w.aggregator->Snapshot(now, GetTables());
+  open.detailed = w.mode_trigger->Detailed(open.iter_begin);
+  format::CompressOpenWindow(w.live_encoder.Encode(open), &live.open_window);
+  std::span<const uint8_t> bytes = format::EncodeLiveState(live, w.live_builder);
+  if (bytes.size() > w.ring->live_capacity()) {
+    live.open_window.clear();
+    bytes = format::EncodeLiveState(live, w.live_builder);
+  }
   SlowDisk(w);
-  w.ring->WriteLive(format::EncodeLiveState(live, w.live_builder));
+  w.ring->WriteLive(bytes);
   w.last_live_ns = now;
 }
 
@@ -392,6 +403,7 @@ bool StartWriter(const Config& config, format::Identity identity, OutputDir dir,
   // $PERFTRACKER_DIR/<job>/trigger: the host directory's parent.
   w->mode_trigger =
       std::make_unique<ModeTrigger>(config, dir.path.substr(0, dir.path.rfind('/')) + "/trigger");
+  w->mode_trigger->SetWindows(&w->aggregator->windows());
   w->dir = std::move(dir);
   w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (w->wake_fd < 0 || pipe2(w->done_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {

@@ -42,6 +42,8 @@ struct LiveState {
   std::vector<CommProgress> comms;
   std::vector<std::string> python_stack;  // innermost frame last
   ExitState exit_state = ExitState::kRunning;
+  // The window open at the update, compressed (CompressOpenWindow); empty when not written.
+  std::vector<uint8_t> open_window;
   bool operator==(const LiveState&) const = default;
 };
 
@@ -49,5 +51,13 @@ struct LiveState {
 std::span<const uint8_t> EncodeLiveState(const LiveState& state,
                                          flatbuffers::FlatBufferBuilder& builder);
 bool DecodeLiveState(std::span<const uint8_t> bytes, LiveState* out);
+
+// The open window's encoded WindowSummary (WindowEncoder::Encode) as one zstd frame, into
+// `out`; false (and `out` empty) if compression failed.
+bool CompressOpenWindow(std::span<const uint8_t> window_summary, std::vector<uint8_t>* out);
+struct Window;
+// A live state's open window, decompressed, verified and decoded; false when there is none or
+// it does not decode.
+bool DecodeOpenWindow(const LiveState& state, Window* out);
 
 }  // namespace perftracker::format

@@ -16,9 +16,12 @@ std::span<const uint8_t> EncodeLiveState(const LiveState& s, flatbuffers::FlatBu
   }
   const auto comms_off = b.CreateVector(comms);
   const auto stack_off = b.CreateVectorOfStrings(s.python_stack);
+  flatbuffers::Offset<flatbuffers::Vector<uint8_t>> open_off;
+  if (!s.open_window.empty()) open_off = b.CreateVector(s.open_window);
   fb::FinishLiveStateBuffer(
       b, fb::CreateLiveState(b, s.update_mono_ns, s.update_real_ns, s.iteration, s.windows_written,
-                             comms_off, stack_off, static_cast<fb::ExitState>(s.exit_state)));
+                             comms_off, stack_off, static_cast<fb::ExitState>(s.exit_state),
+                             open_off));
   return {b.GetBufferPointer(), b.GetSize()};
 }
 
@@ -51,6 +54,7 @@ bool DecodeLiveState(std::span<const uint8_t> bytes, LiveState* out) {
     }
   }
   out->exit_state = static_cast<ExitState>(s->exit_state());
+  if (s->open_window()) out->open_window.assign(s->open_window()->begin(), s->open_window()->end());
   if (s->python_stack()) {
     for (const flatbuffers::String* f : *s->python_stack()) {
       out->python_stack.push_back(f ? f->str() : std::string());

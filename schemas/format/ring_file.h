@@ -41,7 +41,7 @@ struct Identity {
 
 struct RingOptions {
   uint64_t file_size = 64ull << 20;  // whole file, header and live slot included
-  uint32_t live_size = 64u << 10;    // both halves of the live slot
+  uint32_t live_size = 256u << 10;   // both halves of the live slot (the open window fits)
   int zstd_level = 1;  // measured best size for speed on realistic windows (FORMAT.md)
 };
 
@@ -76,6 +76,8 @@ class RingWriter {
   bool Append(std::span<const uint8_t> flatbuffer, size_t static_tail = 0, size_t details = 0);
   // Replaces the live slot's contents with one LiveState FlatBuffer (at most live_size/2 - 24).
   bool WriteLive(std::span<const uint8_t> flatbuffer);
+  // The largest LiveState WriteLive takes.
+  size_t live_capacity() const { return live_half_ - sizeof(LiveFrame); }
 
   uint64_t next_seq() const { return next_seq_; }
   uint64_t data_capacity() const { return capacity_; }

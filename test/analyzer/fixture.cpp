@@ -26,7 +26,7 @@ std::vector<std::string> WriteJob(const std::string& dir, const JobSpec& spec) {
   shape.ranks_per_node = spec.ranks_per_host;
   format::RingOptions options;
   options.file_size = 1 << 20;
-  options.live_size = 16 << 10;
+  options.live_size = 128 << 10;  // room for an open window (edit_live)
   for (int r = 0; r < spec.ranks; ++r) {
     if (std::find(spec.skip_ranks.begin(), spec.skip_ranks.end(), r) != spec.skip_ranks.end()) {
       paths.emplace_back();
@@ -49,6 +49,7 @@ std::vector<std::string> WriteJob(const std::string& dir, const JobSpec& spec) {
     if (!writer) throw std::runtime_error(error);
     format::WindowEncoder encoder;
     for (int w = 0; w < spec.windows; ++w) {
+      if (spec.keep && !spec.keep(r, w)) continue;
       format::Window window = synthetic::MakeWindow(shape, r, spec.ranks, static_cast<uint64_t>(w));
       if (spec.edit) spec.edit(r, &window);
       const auto encoded = encoder.Encode(window);

@@ -23,6 +23,8 @@ struct JobSpec {
   std::vector<int> skip_ranks;       // ranks without a file
   // Edits each window before it is written (rank, window).
   std::function<void(int, format::Window*)> edit;
+  // Whether a window is written at all (rank, window); every one when unset.
+  std::function<bool(int, int)> keep;
   // Edits each rank's live slot before it is written (rank).
   std::function<void(int, format::LiveState*)> edit_live;
 };

@@ -212,3 +212,36 @@ TEST_CASE("watch names a throttled GPU and ends on a hang with exit 3", "[analyz
   CHECK(Cli({"watch"}).code == analyzer::kExitUsage);
   RemoveTree(dir);
 }
+
+TEST_CASE("watch sees a fault in the window still open, from the live slot", "[analyzer][watch]") {
+  // One window written (start-up), and the open one, where rank 5's GPU is throttled: with
+  // 20 s windows, a watch that read only the written windows would not know yet.
+  const std::string dir = MakeTempDir();
+  JobSpec spec;
+  spec.shape = SmallShape();
+  spec.windows = 1;
+  spec.shape.fault = synthetic::Fault::kSlowGpu;
+  spec.shape.fault_rank = 5;
+  spec.shape.fault_factor = 1.3;
+  spec.shape.fault_from_window = 1;
+  synthetic::JobShape open_shape = spec.shape;
+  open_shape.ranks_per_node = spec.ranks_per_host;
+  const int ranks = spec.ranks;
+  spec.edit_live = [&](int rank, format::LiveState* live) {
+    format::WindowEncoder encoder;
+    const format::Window open = synthetic::MakeWindow(open_shape, rank, ranks, 1);
+    REQUIRE(format::CompressOpenWindow(encoder.Encode(open), &live->open_window));
+  };
+  WriteJob(dir, spec);
+  const CliResult analyzed = Cli({"analyze", dir, "--json", "-"});
+  REQUIRE(analyzed.code == analyzer::kExitOk);
+  CHECK(analyzed.json["candidates"].empty());  // analyze reads the windows written
+  const CliResult r = Cli({"watch", dir, "--json-lines", "--rounds", "1"});
+  INFO(r.out << r.err);
+  REQUIRE(r.code == analyzer::kExitOk);
+  const auto first = nlohmann::ordered_json::parse(r.out.substr(0, r.out.find('\n')));
+  CHECK(first["type"] == "candidate_appeared");
+  CHECK(first["category"] == "gpu_compute");
+  CHECK(first["rank_set"] == nlohmann::ordered_json::array({5}));
+  RemoveTree(dir);
+}

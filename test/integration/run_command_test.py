@@ -36,7 +36,7 @@ def base_env(tmp):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("PERFTRACKER_") and k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE")}
     env.update({"PERFTRACKER_STEP_FUNCTION": "train_step", "OMP_NUM_THREADS": "1",
-                "TMPDIR": tmp})
+                "TMPDIR": tmp, "PERFTRACKER_WINDOW_S": "0"})
     return env
 
 

@@ -22,9 +22,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON = "/usr/bin/python3"  # Debian's interpreter: the one with torch
 
-# Small windows and rings: short jobs still give several windows, 16 rings stay light.
-PRELOAD_ENV = {"PERFTRACKER_WINDOW_ITERS": "5", "PERFTRACKER_RING_MB": "2",
-               "PERFTRACKER_SAMPLE_EVERY": "1"}
+# Small windows of a fixed length and small rings: short jobs still give several windows, the
+# same ones on every run, and 16 rings stay light.
+PRELOAD_ENV = {"PERFTRACKER_WINDOW_ITERS": "5", "PERFTRACKER_WINDOW_S": "0",
+               "PERFTRACKER_RING_MB": "2", "PERFTRACKER_SAMPLE_EVERY": "1"}
 # Light enough for 16 ranks on 2 cores; jitter and a fixed seed make every run the same run.
 SIMGPU_ENV = {"SIMGPU_TIME_SCALE": "1", "SIMGPU_JITTER": "0.03", "SIMGPU_SEED": "7"}
 

@@ -75,7 +75,8 @@ exit $fail
 def base_env(tools):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PERFTRACKER_", "SIMGPU_"))}
     env.update({"PERFTRACKER_LIB": tools.lib, "PYTHON": jobs.PYTHON, "OMP_NUM_THREADS": "1",
-                "PERFTRACKER_RING_MB": "2", "PERFTRACKER_WINDOW_ITERS": "5"})
+                "PERFTRACKER_RING_MB": "2", "PERFTRACKER_WINDOW_ITERS": "5",
+                "PERFTRACKER_WINDOW_S": "0"})
     return env
 
 

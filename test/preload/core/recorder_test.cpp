@@ -74,6 +74,7 @@ struct Recording {
   std::string path;
   Recording() {
     setenv("PERFTRACKER_WINDOW_ITERS", "10", 1);
+    setenv("PERFTRACKER_WINDOW_S", "0", 1);
     setenv("PERFTRACKER_DRAIN_MS", "5", 1);
     setenv("PERFTRACKER_THREAD_EVENTS", "4096", 1);
     setenv("PERFTRACKER_RING_MB", "4", 1);

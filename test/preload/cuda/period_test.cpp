@@ -58,6 +58,7 @@ void RunLoop(int ranks, int iters, const std::string& mode, const std::string& o
                      {"PERFTRACKER_DIR", out},
                      {"PERFTRACKER_JOB_ID", "period"},
                      {"PERFTRACKER_WINDOW_ITERS", std::to_string(kWindowIters)},
+                     {"PERFTRACKER_WINDOW_S", "0"},
                      {"SIMGPU_TIME_SCALE", "0.2"},
                      {"RANK", rs},
                      {"LOCAL_RANK", rs},

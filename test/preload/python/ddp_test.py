@@ -47,7 +47,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PERFTRACKER_")}
         env.update({"LD_PRELOAD": args.lib, "PERFTRACKER_DIR": tmp, "OMP_NUM_THREADS": "1",
-                    "PERFTRACKER_JOB_ID": "ddp", "PERFTRACKER_WINDOW_ITERS": "4"})
+                    "PERFTRACKER_JOB_ID": "ddp", "PERFTRACKER_WINDOW_ITERS": "4",
+                    "PERFTRACKER_WINDOW_S": "0"})
         os.makedirs(os.path.join(tmp, "ddp"))
         with open(os.path.join(tmp, "ddp", "trigger"), "w") as out:
             out.write("4\n")

@@ -49,9 +49,11 @@ def test_env(args, env_extra, tmp, unset=()):
     for k in list(env):
         if k.startswith("PERFTRACKER_") or k in ("RANK", "LOCAL_RANK"):
             del env[k]
-    # Exact counts of every call: detailed mode, unless a case asks for light.
+    # Exact counts of every call: detailed mode, unless a case asks for light. Windows of
+    # PERFTRACKER_WINDOW_ITERS steps, however short the steps.
     env.update({"LD_PRELOAD": args.lib, "PERFTRACKER_DIR": tmp, "RANK": "0",
-                "PERFTRACKER_JOB_ID": "cpython-test", "PERFTRACKER_MODE": "detailed"})
+                "PERFTRACKER_JOB_ID": "cpython-test", "PERFTRACKER_MODE": "detailed",
+                "PERFTRACKER_WINDOW_S": "0"})
     for k in unset:
         env.pop(k, None)
     env.update(env_extra)

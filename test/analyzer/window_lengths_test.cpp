@@ -1,0 +1,58 @@
+// Windows of different lengths (preload/core/window_schedule.h): a rank that sized its windows
+// otherwise than its peers is compared with them over the boundaries they share, and the
+// verdict does not change.
+#include <catch2/catch.hpp>
+
+#include "test/analyzer/fixture.h"
+
+namespace perftracker::testing {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr int kWindows = 8;
+
+// Rank 5 doubled its windows from window 2 on: [16, 32), [32, 48), [48, 64) where its peers
+// ended windows every 8 iterations. Its long window holds one window's worth of data (the
+// analysis compares per iteration).
+JobSpec Spec(bool doubled) {
+  JobSpec spec;
+  spec.shape = SmallShape();
+  spec.windows = kWindows;
+  spec.shape.fault = synthetic::Fault::kSlowGpu;
+  spec.shape.fault_rank = 3;
+  spec.shape.fault_factor = 1.3;
+  if (doubled) {
+    spec.keep = [](int rank, int w) { return rank != 5 || w < 2 || w % 2 == 0; };
+    spec.edit = [](int rank, format::Window* w) {
+      if (rank == 5 && w->iter_begin >= 16) w->iter_end += w->iter_end - w->iter_begin;
+    };
+  }
+  return spec;
+}
+
+}  // namespace
+
+TEST_CASE("a rank with longer windows is compared over the boundaries every rank shares",
+          "[analyzer][windows]") {
+  const Json even = AnalyzeJob(Spec(false));
+  const Json mixed = AnalyzeJob(Spec(true));
+  CHECK(even["iterations"]["aligned_slots"] == kWindows);
+  // Slots 0 and 8 as before; 16+24, 32+40 and 48+56 merged on every rank.
+  CHECK(mixed["iterations"]["aligned_slots"] == 5);
+  CHECK(mixed["iterations"]["end"] == even["iterations"]["end"]);
+  REQUIRE(even["candidates"].size() >= 1);
+  REQUIRE(mixed["candidates"].size() >= 1);
+  for (const Json* j : {&even, &mixed}) {
+    const Json& top = (*j)["candidates"][0];
+    INFO(top.dump(2));
+    CHECK(top["category"] == "gpu_compute");
+    CHECK(top["rank_set"] == Json::array({3}));
+  }
+  // Rank 5 is no suspect for being compared over longer slots.
+  for (const Json& c : mixed["candidates"]) {
+    CHECK(c["rank_set"] != Json::array({5}));
+  }
+}
+
+}  // namespace perftracker::testing
