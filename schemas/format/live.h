@@ -43,7 +43,7 @@ struct LiveState {
   std::vector<std::string> python_stack;  // innermost frame last
   ExitState exit_state = ExitState::kRunning;
   // The window open at the update, compressed (CompressOpenWindow); empty when not written.
-  std::vector<uint8_t> open_window;
+  std::vector<uint8_t> open_window = {};
   bool operator==(const LiveState&) const = default;
 };
 
