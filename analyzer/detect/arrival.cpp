@@ -102,10 +102,7 @@ std::vector<Finding> DetectArrival(const Frame& f) {
       x.group = static_cast<int>(gi);
       x.ranks = {f.ds->ranks[g.members[i]].rank()};
       x.label = "late arrival at collectives";
-      // The peers' wait is their collective time beyond the culprit's own. On a host shared
-      // with other work the culprit's collectives can take as long as theirs, and the
-      // difference then says nothing; the late arrival itself does: the peers waited for it.
-      x.excess_ns = std::max({0.0, a.peers_wait / n, a.value / n});
+      x.excess_ns = std::max(0.0, a.peers_wait / n);
       x.extra["arrival_delay_s"] = a.value / n * 1e-9;
       x.extra["last_to_arrive_share"] = a.last_share / n;
       x.extra["peers_wait_s_per_iter"] = a.peers_wait / n * 1e-9;

@@ -213,14 +213,23 @@ void Rekey(RankData* rank, int shift) {
 // key before them. A rank without data at a key (a ring that wrapped, a late start) says
 // nothing against it.
 void CommonBoundaries(Dataset* dataset, std::vector<uint64_t>* keys) {
-  const int shift = dataset->shift;
+  // Where each key's slots begin: the first iteration any rank's slot of that key holds. A key
+  // is a window start shifted right (kMaxSlots), so a slot may reach past the next key's value
+  // in iterations without spanning the windows there; what counts is whether it covers where
+  // they begin. Keys ascend, and so do their beginnings.
+  std::vector<uint64_t> begins(keys->size(), UINT64_MAX);
+  for (const RankData& r : dataset->ranks) {
+    for (const Slot& s : r.slots) {
+      const auto at = std::lower_bound(keys->begin(), keys->end(), s.key) - keys->begin();
+      begins[static_cast<size_t>(at)] = std::min(begins[static_cast<size_t>(at)], s.iter_begin);
+    }
+  }
   std::vector<int64_t> spanned(keys->size() + 1, 0);
   for (const RankData& r : dataset->ranks) {
     for (const Slot& s : r.slots) {
-      const uint64_t last = s.iter_end > s.iter_begin ? (s.iter_end - 1) >> shift : s.key;
-      if (last <= s.key) continue;
       const auto lo = std::upper_bound(keys->begin(), keys->end(), s.key) - keys->begin();
-      const auto hi = std::upper_bound(keys->begin(), keys->end(), last) - keys->begin();
+      const auto hi = std::lower_bound(begins.begin(), begins.end(), s.iter_end) - begins.begin();
+      if (hi <= lo) continue;
       ++spanned[static_cast<size_t>(lo)];
       --spanned[static_cast<size_t>(hi)];
     }

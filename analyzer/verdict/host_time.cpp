@@ -215,11 +215,7 @@ double MeasuredWait(const Candidate& c, const std::vector<Candidate>& all) {
       return 0;  // its slower GPU, link, collective or data loader: the host waited for it
     }
   }
-  // The peers' collective time beyond the rank's own is what they waited, but on a host shared
-  // with other work the rank's own collectives can take as long and the difference says
-  // nothing: the peers waited at least the delay they were measured to wait for its arrival.
-  const Json& arrival = c.evidence["arrival"];
-  return std::max({0.0, arrival.value("peers_wait_s_per_iter", 0.0), arrival.value("delay_s", 0.0)});
+  return std::max(0.0, c.evidence["arrival"].value("peers_wait_s_per_iter", 0.0));
 }
 
 // The group's step, median over the slots the candidate's ranks ran in: one slot (start-up)

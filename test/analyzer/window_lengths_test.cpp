@@ -55,4 +55,24 @@ TEST_CASE("a rank with longer windows is compared over the boundaries every rank
   }
 }
 
+
+TEST_CASE("slots widened for a long run keep their boundaries: windows of 5 iterations, 24 of them",
+          "[analyzer][windows]") {
+  // More windows than kMaxSlots: slot keys become window starts shifted right, and a slot then
+  // reaches past the next key's value in iterations without spanning any window of the next
+  // slot. That is no reason to merge it with the next (every slot did, into one).
+  JobSpec spec;
+  spec.shape = SmallShape();
+  spec.shape.iterations = 5;
+  spec.windows = 24;
+  spec.shape.fault = synthetic::Fault::kSlowGpu;
+  spec.shape.fault_rank = 3;
+  spec.shape.fault_factor = 1.3;
+  const Json j = AnalyzeJob(spec);
+  // Starts 0, 5, ..., 115 shifted right by 3 bits: 15 distinct keys, 16 at most.
+  CHECK(j["iterations"]["aligned_slots"] == 15);
+  REQUIRE(j["candidates"].size() >= 1);
+  CHECK(j["candidates"][0]["rank_set"] == Json::array({3}));
+}
+
 }  // namespace perftracker::testing
