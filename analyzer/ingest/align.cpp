@@ -206,7 +206,7 @@ void Rekey(RankData* rank, int shift) {
 }
 
 // Windows differ in length: a rank may have sized its windows otherwise than its peers near a
-// threshold, or made one-block windows for a detailed period alone (window_schedule.h). Window
+// threshold, or ended one where a detailed period it decided alone began (window_schedule.h). Window
 // lengths are a block times a power of two, so one rank's boundaries are mostly the other's, but
 // a slot is compared across ranks only if it means the same iterations on each: a key is kept
 // where no rank's slot spans across it, and the slots of keys that are not merge into the kept

@@ -1,10 +1,10 @@
 // Turns drained events into window summaries. Owned by the writer thread; single-threaded.
 //
 // Windows end on iteration boundaries that every rank agrees on (window_schedule.h: a multiple of
-// the window's length, PERFTRACKER_WINDOW_ITERS times a power of two; one block each during a
-// detailed period, py_mode.h). Iteration i ends at the i-th kIteration event (counting from 0): a Python step
-// marker (MarkIteration), or without those a boundary of the collective period that the writer
-// adds (collective_iterations.h). Window 0 also holds everything before the first step
+// the window's length, PERFTRACKER_WINDOW_ITERS times a power of two, and where a detailed period
+// begins and ends, py_mode.h). Iteration i ends at the i-th kIteration event (counting from 0): a
+// Python step marker (MarkIteration), or without those a boundary of the collective period that
+// the writer adds (collective_iterations.h). Window 0 also holds everything before the first step
 // (start-up). A process with neither gets windows of `window_ns`, with an empty iteration range.
 #pragma once
 
@@ -47,7 +47,6 @@ class Aggregator {
   SignalSet& signals() { return signals_; }
 
   uint64_t iterations() const { return iterations_; }
-  uint64_t window_length() const { return schedule_.length(); }
   const WindowSchedule& windows() const { return schedule_; }
   uint64_t windows_done() const { return window_seq_; }
 

@@ -14,6 +14,7 @@ namespace perftracker::preload {
 ModeTrigger::ModeTrigger(const Config& config, std::string trigger_path)
     : window_iters_(std::max<uint64_t>(config.window_iters, 1)),
       detailed_windows_(std::clamp<uint64_t>(config.detailed_windows, 1, 0xffff)),
+      blocks_(window_iters_, 0),
       path_(std::move(trigger_path)) {
   bool ok = true;
   const bool detailed = ParseDetailedMode(config.mode, &ok);  // the Python hook warns
@@ -58,9 +59,9 @@ void ModeTrigger::Schedule(uint64_t earliest_block) {
   const uint64_t now = std::max(iterations_, g_py_mode.python_iterations.load());
   const uint64_t earliest = std::min(earliest_block, kLastBlock) * window_iters_;
   const uint64_t after = std::max(now, earliest > 0 ? earliest - 1 : 0);
-  const uint64_t first_iteration =
-      windows_ != nullptr ? windows_->NextEnd(after) : (after / window_iters_ + 1) * window_iters_;
-  const uint64_t per_window = windows_ != nullptr ? windows_->length() / window_iters_ : 1;
+  const WindowSchedule& windows = windows_ != nullptr ? *windows_ : blocks_;
+  const uint64_t first_iteration = windows.NextEnd(after);
+  const uint64_t per_window = windows.length() / window_iters_;
   const uint64_t first = std::min(first_iteration / window_iters_, kLastBlock);
   const uint64_t end = std::min(first + detailed_windows_ * per_window, uint64_t{0xffffffffu});
   g_py_mode.schedule.store(PackSchedule(first, end), std::memory_order_release);

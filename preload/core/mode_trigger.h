@@ -5,8 +5,9 @@
 // windows may end (window_schedule.h). Slowdown: at each block boundary, the mean of the last 50
 // iteration times is compared with the lowest such mean of the last 500 iterations; above 1.05 x
 // that low, a detailed period of PERFTRACKER_DETAILED_WINDOWS windows starts at the next window
-// end (whole windows: a window per block where they are one block long). The low is a windowed minimum of 50-iteration means, not of single
-// iterations: one lucky step neither arms the trigger forever nor makes ordinary jitter fire it.
+// end (whole windows: a window per block where they are one block long). The low is a windowed
+// minimum of 50-iteration means, not of single iterations: one lucky step neither arms the
+// trigger forever nor makes ordinary jitter fire it.
 // After a period, it fires again only when the mean grows a further 5% beyond what the period
 // saw, or once 500 iterations have refreshed the low. Ranks of a synchronous job see the same
 // iteration times, so they decide alike at the same boundary; a rank that decides alone still
@@ -59,6 +60,7 @@ class ModeTrigger {
   uint64_t window_iters_;
   uint64_t detailed_windows_;
   const WindowSchedule* windows_ = nullptr;
+  WindowSchedule blocks_;  // without SetWindows: windows of one block
   std::string path_;
   uint64_t iterations_ = 0;
   uint64_t last_end_ns_ = 0;

@@ -7,8 +7,8 @@
 // numbers): the writer decides it (slowdown, trigger file) and publishes it in one atomic word;
 // the thread that ends iterations applies it exactly when an iteration that is a multiple of W
 // begins, so every rank switches on the same iteration without talking to the others. A period
-// begins at a window end and lasts whole windows (mode_trigger.h, window_schedule.h). The hot path reads `detailed`
-// only for functions light mode folds: one predictable load.
+// begins at a window end and lasts whole windows (mode_trigger.h, window_schedule.h). The hot
+// path reads `detailed` only for functions light mode folds: one predictable load.
 #pragma once
 
 #include <atomic>

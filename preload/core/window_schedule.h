@@ -5,10 +5,11 @@
 // iteration time of the window that just ended (its iterations' time over their number: what a
 // window of a given length lasts, a long checkpoint step included; a median would take the
 // iterations a collective period marks at once, nearly 0 ns each, for the step): the shortest
-// length that lasts at least PERFTRACKER_WINDOW_S. Ranks of a synchronous job run the same iterations in the same time, so
-// they decide alike; near a threshold one rank may decide otherwise, and because every length is
-// a block times a power of two, its boundaries are then a subset or a superset of its peers' (the
-// analyzer compares ranks over the boundaries they share, align.cpp). A window lasting up to four
+// length that lasts at least PERFTRACKER_WINDOW_S. Ranks of a synchronous job run the same
+// iterations in the same time, so they decide alike; near a threshold one rank may decide
+// otherwise, and because every length is a block times a power of two, its boundaries are then
+// a subset or a superset of its peers' (the analyzer compares ranks over the boundaries they
+// share, align.cpp). A window lasting up to four
 // times the minimum keeps its length (a shorter one lasts twice the minimum), so a step time
 // hovering at a threshold does not flip it.
 //
@@ -17,7 +18,8 @@
 //
 // Without a minimum duration (PERFTRACKER_WINDOW_S=0) every window is one block: the rule before
 // 2026-11-27. The first window is always one block: it holds start-up, whose length says nothing
-// about the step time.
+// about the step time (its mean, start-up included, may size the next window short of the
+// minimum; the one after is sized from steady steps).
 #pragma once
 
 #include <cstdint>

@@ -69,7 +69,7 @@ TEST_CASE("windows grow to the minimum duration, end on multiples of their lengt
   Aggregator agg(4, 100'000, 0);
   uint64_t t = 0;
   CHECK(Run(&agg, &t, 256, 1000) == Windows{{0, 4}, {4, 128}, {128, 256}});
-  CHECK(agg.window_length() == 128);
+  CHECK(agg.windows().length() == 128);
   // A detailed period over blocks 70 and 71 (iterations 280-287), as the trigger file would
   // schedule one alone: the windows end where it begins and ends.
   g_py_mode.schedule.store(PackSchedule(70, 72));
@@ -78,7 +78,7 @@ TEST_CASE("windows grow to the minimum duration, end on multiples of their lengt
   // Steps 8 times longer: the window lasts 1 ms, ten times the minimum; 32 iterations last
   // 256 us, two and a half times.
   CHECK(Run(&agg, &t, 160, 8000) == Windows{{384, 512}, {512, 544}});
-  CHECK(agg.window_length() == 32);
+  CHECK(agg.windows().length() == 32);
 }
 
 TEST_CASE("a triggered detailed period begins at the next window end and lasts whole windows",

@@ -69,7 +69,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="pt-helpers-") as tmp:
         env = dict(os.environ, LD_PRELOAD=args.lib, PERFTRACKER_DIR=tmp,
                    PERFTRACKER_JOB_ID="helpers", PERFTRACKER_STEP_FUNCTION="train_step",
-                   PERFTRACKER_WINDOW_ITERS="4", PERFTRACKER_WINDOW_S="0", PYTHONPATH=HERE, OMP_NUM_THREADS="1")
+                   PERFTRACKER_WINDOW_ITERS="4", PERFTRACKER_WINDOW_S="0",
+                   PYTHONPATH=HERE, OMP_NUM_THREADS="1")
         for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "PERFTRACKER_RANK_PID"):
             env.pop(k, None)
         result, p = run_job(args, tmp, env)
