@@ -107,10 +107,11 @@ std::string EvidenceLine(const Candidate& c) {
           std::to_string(e.value("windows_seen", 0)) + "/" +
           std::to_string(e.value("windows_total", 0)) + " windows)";
   if (e.contains("likely_victim_of")) line += "; likely a victim";
-  if (by == "run_queue_delay") {
+  if (by == "run_queue_delay" || by == "shared_run_queue") {
     const Json& q = e["run_queue"];
     line += "; waited for a CPU " + FormatSeconds(q.value("rank_s_per_iter", 0.0)) + " vs peers " +
             FormatSeconds(q.value("peers_s_per_iter", 0.0));
+    if (by == "shared_run_queue") line += ", within the peers' own spread: the host's, no rank's";
   }
   if (e.contains("host_critical_path")) {
     const Json& h = e["host_critical_path"];

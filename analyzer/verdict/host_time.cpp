@@ -79,6 +79,55 @@ double RunDelay(size_t, size_t, const Slot& s) {
   return s.sched_windows >= s.windows ? s.run_delay_ns / s.iterations : -1;
 }
 
+bool InSpans(const Json& spans, const Slot& s) {
+  for (const Json& span : spans) {
+    if (span.is_array() && span.size() == 2 && s.iter_begin < span[1].get<uint64_t>() &&
+        s.iter_end > span[0].get<uint64_t>()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Whether the candidate's ranks waited for a CPU beyond their peers' spread (the differential
+// test's median + z robust sigmas) in some slot the candidate was flagged in. On a host with
+// fewer free cores than the job's threads every rank waits, a different one each window, and
+// where one such wait lands (a function on one rank, a few windows) passes for that function's
+// fault; a rank whose own run queue stood out was held back by its host. True where it cannot
+// be told (no flagged spans, no scheduler data): the excess then stands as measured.
+bool OwnRunQueue(const Frame& f, const Candidate& c) {
+  const Json* spans = c.evidence.contains("iterations") ? &c.evidence["iterations"] : nullptr;
+  if (spans == nullptr || !spans->is_array() || spans->empty()) return true;
+  const auto& members = (*f.groups)[static_cast<size_t>(c.group)].members;
+  bool compared = false;
+  std::vector<double> peers;
+  for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {
+    peers.clear();
+    for (const size_t m : members) {
+      const Slot* s = SlotAt(f, m, k);
+      if (s == nullptr || s->windows == 0 || s->iterations <= 0 || OnCandidateRanks(f, c, m)) {
+        continue;
+      }
+      if (const double v = RunDelay(m, k, *s); v >= 0) peers.push_back(v);
+    }
+    if (peers.size() < 2) continue;
+    const double med = Median(peers);
+    const double sigma = std::max(RobustSigma(peers, med), f.th.relative_floor * med);
+    for (const size_t m : members) {
+      const Slot* s = SlotAt(f, m, k);
+      if (s == nullptr || s->windows == 0 || s->iterations <= 0 || !OnCandidateRanks(f, c, m) ||
+          !InSpans(*spans, *s)) {
+        continue;
+      }
+      const double v = RunDelay(m, k, *s);
+      if (v < 0) continue;
+      compared = true;
+      if (v - med > f.th.z * sigma) return true;
+    }
+  }
+  return !compared;
+}
+
 // A Python function that never ran on the training loop's thread (no critical time in any of
 // its ranks' windows, all of which carried it) while it took host time: another thread's (a
 // queue's feeder, a loader's helper thread), mostly waiting. On a CPU rank that time is not the
@@ -247,16 +296,24 @@ void AttachRunQueue(const Frame& f, std::vector<Candidate>* cands) {
     c.evidence["run_queue"] = {{"rank_s_per_iter", x.culprit_ns * 1e-9},
                                {"peers_s_per_iter", x.peer_ns * 1e-9},
                                {"explains_share", explains}};
-    if (explains >= kDescheduled) {
-      c.category = "host_cpu";
+    if (explains < kDescheduled) continue;
+    c.category = "host_cpu";
+    if (OwnRunQueue(f, c)) {
       c.evidence["decided_by"] = "run_queue_delay";
+    } else {
+      // The host's contention, shared by every rank: no rank of its own to blame.
+      c.evidence["decided_by"] = "shared_run_queue";
+      c.score = 0;
+      c.impact_s_per_iter = 0;
     }
   }
 }
 
 void ChargeCriticalPath(const Frame& f, std::vector<Candidate>* cands) {
   for (Candidate& c : *cands) {
-    if (!Applies(c)) continue;
+    if (!Applies(c) || c.evidence.value("decided_by", std::string()) == "shared_run_queue") {
+      continue;
+    }
     // A sync's wait is never the rank's own work, however late the rank.
     const double measured_s =
         c.kind == "sync" ? 0 : std::min(MeasuredWait(c, *cands), c.impact_s_per_iter);

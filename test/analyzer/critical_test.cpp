@@ -13,6 +13,17 @@ using Json = nlohmann::ordered_json;
 
 constexpr char kLog[] = "/home/user/train.py:80:log_metrics";
 
+// A Python function that takes `per_iter` of each of `n` iterations, all of it its own time.
+format::FunctionPattern PythonFunction(const char* name, uint64_t n, uint64_t per_iter) {
+  format::FunctionPattern f;
+  f.kind = format::FunctionKind::kPython;
+  f.name = name;
+  f.count = n;
+  f.self_ns = f.total_ns = per_iter * n;
+  f.min_ns = f.max_ns = per_iter;
+  return f;
+}
+
 // Every window carries critical-path time (none of it on the peers: their host runs ahead);
 // rank 0 runs kLog for 60 ms of its 500 ms step, of which `critical_share` starved its device.
 void AddLogging(int rank, double critical_share, format::Window* w) {
@@ -22,12 +33,7 @@ void AddLogging(int rank, double critical_share, format::Window* w) {
                       (rank == 0 ? 1 + static_cast<uint64_t>(60 * critical_share) : 1);
   if (rank != 0) return;
   const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
-  format::FunctionPattern f;
-  f.kind = format::FunctionKind::kPython;
-  f.name = kLog;
-  f.count = n;
-  f.self_ns = f.total_ns = 60'000'000 * n;
-  f.min_ns = f.max_ns = 60'000'000;
+  format::FunctionPattern f = PythonFunction(kLog, n, 60'000'000);
   f.critical_ns = static_cast<uint64_t>(critical_share * static_cast<double>(f.self_ns));
   w->functions.push_back(f);
   REQUIRE(format::FillFunctionIds(&w->functions));
@@ -168,12 +174,7 @@ Json AnalyzeCpuJob(bool on_the_loop) {
     }
     const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
     const uint64_t per_iter = rank == 2 ? 60'000'000 : 1'000'000;
-    format::FunctionPattern f;
-    f.kind = format::FunctionKind::kPython;
-    f.name = kFeeder;
-    f.count = n;
-    f.self_ns = f.total_ns = per_iter * n;
-    f.min_ns = f.max_ns = per_iter;
+    format::FunctionPattern f = PythonFunction(kFeeder, n, per_iter);
     f.critical_ns = on_the_loop ? f.self_ns : 0;
     w->functions.push_back(f);
     REQUIRE(format::FillFunctionIds(&w->functions));
@@ -277,6 +278,60 @@ TEST_CASE("a data loader on a device rank costs what of it left the device idle"
   const Json unknown = AnalyzeLoader(20, 0.0, false);
   INFO(unknown["candidates"].dump(2));
   CHECK(Find(unknown["candidates"], kLoader) != nullptr);
+}
+
+namespace {
+
+constexpr char kForward[] = "torch/nn/modules/module.py:1188:Module._call_impl";
+
+// CPU training on a host with fewer cores than threads: every rank waits 26-34% of each step
+// for a CPU, a different rank the most each window, and rank 0 always at the top of that range.
+// In windows 2, 4 and 6 the wait lands in rank 0's kForward (20 ms a step more than its peers');
+// there rank 0 waits `flagged_delay` of the step.
+Json AnalyzeMovingWait(double flagged_delay) {
+  JobSpec spec;
+  spec.shape = SmallShape();
+  spec.windows = 8;
+  spec.edit = [&](int rank, format::Window* w) {
+    w->critical_path = true;
+    const auto window = static_cast<int>(w->iter_begin / 8);
+    const bool flagged = rank == 0 && window % 2 == 0 && window > 0;
+    double share = 0.30 + 0.04 * ((rank + window) % 3 - 1);
+    if (rank == 0) share = flagged ? flagged_delay : 0.34;
+    w->run_delay_ns = static_cast<uint64_t>(share * static_cast<double>(w->iterations.total_ns));
+    w->thread_cpu_ns = w->iterations.total_ns - w->run_delay_ns;
+    const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
+    const uint64_t per_iter = flagged ? 25'000'000 : 5'000'000;
+    format::FunctionPattern f = PythonFunction(kForward, n, per_iter);
+    f.critical_ns = f.self_ns;
+    w->functions.push_back(f);
+    REQUIRE(format::FillFunctionIds(&w->functions));
+  };
+  return AnalyzeJob(spec, {"--min-score", "0"});
+}
+
+}  // namespace
+
+TEST_CASE("a wait for a CPU within the peers' own is the host's, no rank's",
+          "[analyzer][critical]") {
+  const Json shared = AnalyzeMovingWait(0.34);
+  INFO(shared["candidates"].dump(2));
+  const Json* c = Find(shared["candidates"], kForward);
+  REQUIRE(c != nullptr);  // seen: flagged and explained by the run queue
+  CHECK((*c)["category"] == "host_cpu");
+  CHECK((*c)["evidence"]["decided_by"] == "shared_run_queue");
+  CHECK((*c)["score"].get<double>() == 0);
+  CHECK((*c)["evidence"]["run_queue"]["explains_share"].get<double>() >= 0.5);
+
+  // The same excess where rank 0 waited far beyond every peer: its host held it back.
+  const Json own = AnalyzeMovingWait(0.8);
+  INFO(own["candidates"].dump(2));
+  const Json* o = Find(own["candidates"], kForward);
+  REQUIRE(o != nullptr);
+  CHECK((*o)["category"] == "host_cpu");
+  CHECK((*o)["rank_set"] == Json::array({0}));
+  CHECK((*o)["evidence"]["decided_by"] == "run_queue_delay");
+  CHECK((*o)["score"].get<double>() >= 0.01);
 }
 
 }  // namespace perftracker::testing
