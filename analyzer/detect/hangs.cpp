@@ -1,6 +1,7 @@
 #include "analyzer/detect/hangs.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 
@@ -56,13 +57,22 @@ std::optional<Hang> JudgeComm(uint64_t comm_id, const std::vector<Member>& membe
   if (!NoteExits(members, job_exited, &h)) return std::nullopt;
   h.comm_id = comm_id;
   uint8_t op = 0;
+  uint64_t lo = UINT64_MAX, hi = 0, done = 0;
   for (const Member& m : members) {
     const double stuck = StuckSeconds(m);
     if (stuck > h.stuck_s) h.stuck_s = stuck, op = m.progress->inflight_op;
-    h.sequence = std::max(h.sequence, m.progress->last_seq_launched);
+    lo = std::min(lo, m.progress->last_seq_launched);
+    hi = std::max(hi, m.progress->last_seq_launched);
+    done = std::max(done, m.progress->last_seq_completed);
     h.comm_size = std::max(h.comm_size, static_cast<int>(m.progress->comm_size));
   }
   if (h.stuck_s < stuck_after_s) return std::nullopt;
+  // The hung collective is the first one no member completed: a collective completes only once
+  // every member launched it, and ranks launch asynchronously, each as far ahead as its host got
+  // before something blocked it. A rank that launched it is waiting in it, however much less far
+  // ahead than its peers. Without completions (a collector that times no collective), the first
+  // one some member never launched.
+  h.sequence = done > 0 ? std::min(done + 1, hi) : (lo < hi ? lo + 1 : hi);
   h.collective = CommLabel(op, comm_id);
   bool any_completed = false;
   for (const Member& m : members) {

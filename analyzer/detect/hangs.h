@@ -1,7 +1,9 @@
 // Hangs, from the live slots (C4D's two hang classes). A communicator is hung when one of its
 // ranks has had a collective in flight for at least 5 iterations (and 10 s) by its own clock:
-//  - ranks whose last launched sequence number is behind the others never arrived
-//    (non-communication hang): they are the suspects, with their last Python frame;
+//  - the hung collective is the first one no member completed; ranks that never launched it
+//    never arrived (non-communication hang): they are the suspects, with their last Python
+//    frame. Peers that launched further ahead asynchronously, each as far as its host got, do
+//    not make a rank that launched it a suspect;
 //  - when every rank launched the collective and none completed it, the transfer itself is
 //    stuck (communication hang).
 // A job that finished is not hung: when every member with a file exited normally (live-slot

@@ -1,5 +1,6 @@
-// Hang detection against the live slots' exit states: a job whose ranks all exited normally is
-// not hung; a reported hang names the ranks that were terminated and those that vanished.
+// Hang detection against the live slots: the hung collective is the first one no rank completed,
+// whoever ran ahead of it; a job whose ranks all exited normally is not hung; a reported hang names
+// the ranks that were terminated and those that vanished.
 #include "analyzer/detect/hangs.h"
 
 #include <catch2/catch.hpp>
@@ -16,9 +17,11 @@ namespace {
 
 constexpr uint64_t kS = 1'000'000'000;
 
-// Four ranks on one communicator, 60 s after ranks 0-2 launched all-reduce #10; rank 3 is still
-// at #9 (it never arrived) unless `all_arrived`. The hangs found in it.
-std::vector<analyzer::Hang> Job(std::vector<ExitState> exits, bool all_arrived = false) {
+// Four ranks on one communicator, 60 s after the ranks launched all-reduces up to
+// `launched[r]`, each having seen #`completed` finish; a rank that launched past #`completed`
+// has had one in flight since. The hangs found in it.
+std::vector<analyzer::Hang> Launched(std::vector<ExitState> exits, std::vector<uint64_t> launched,
+                                     uint64_t completed) {
   analyzer::Dataset ds;
   for (int r = 0; r < 4; ++r) {
     analyzer::RankData d;
@@ -27,10 +30,8 @@ std::vector<analyzer::Hang> Job(std::vector<ExitState> exits, bool all_arrived =
     live.update_mono_ns = 100 * kS;
     live.exit_state = exits[r];
     live.python_stack = {"train.py:10:main", "train.py:42:step"};
-    format::CommProgress p{0xC0, 4, uint32_t(r), 10, 9, 0, 0};
-    if (r == 3 && !all_arrived) {
-      p.last_seq_launched = 9;
-    } else {
+    format::CommProgress p{0xC0, 4, uint32_t(r), launched[r], completed, 0, 0};
+    if (launched[r] > completed) {
       p.inflight_op = uint8_t(format::CollectiveOp::kAllReduce);
       p.inflight_since_mono_ns = 40 * kS;
     }
@@ -39,6 +40,12 @@ std::vector<analyzer::Hang> Job(std::vector<ExitState> exits, bool all_arrived =
     ds.ranks.push_back(std::move(d));
   }
   return analyzer::DetectHangs(ds, 1e9);
+}
+
+// Ranks 0-2 launched all-reduce #10; rank 3 is still at #9 (it never arrived) unless
+// `all_arrived`.
+std::vector<analyzer::Hang> Job(std::vector<ExitState> exits, bool all_arrived = false) {
+  return Launched(exits, {10, 10, 10, all_arrived ? 10u : 9u}, 9);
 }
 
 constexpr ExitState kNormal = ExitState::kNormalExit;
@@ -59,6 +66,29 @@ TEST_CASE("still running everywhere: the hang is reported, nobody vanished", "[a
   CHECK(hangs[0].ranks_vanished.empty());
   CHECK(hangs[0].ranks_sigterm.empty());
   CHECK(hangs[0].stuck_s == Approx(60));
+}
+
+TEST_CASE("ranks that launched further ahead do not make one that arrived a suspect",
+          "[analyzer][hang]") {
+  const std::vector<ExitState> running(4, kRunning);
+  // Rank 3 never launched #10; rank 2 launched it and stopped there, while ranks 0 and 1 went on
+  // to #14 (nothing blocked their hosts sooner).
+  auto hangs = Launched(running, {14, 14, 10, 9}, 9);
+  REQUIRE(hangs.size() == 1);
+  CHECK(hangs[0].sequence == 10);
+  CHECK(hangs[0].ranks_missing == std::vector<int>{3});
+  CHECK(hangs[0].ranks_arrived == std::vector<int>{0, 1, 2});
+  CHECK_FALSE(hangs[0].communication);
+  // Every rank launched #10 and none saw it finish: the transfer is stuck, whoever ran ahead.
+  hangs = Launched(running, {12, 14, 10, 11}, 9);
+  REQUIRE(hangs.size() == 1);
+  CHECK(hangs[0].communication);
+  CHECK(hangs[0].ranks_missing.empty());
+  CHECK(hangs[0].sequence == 10);
+  // A collector that saw no collective finish: the first one some rank never launched.
+  hangs = Launched(running, {14, 14, 10, 9}, 0);
+  REQUIRE(hangs.size() == 1);
+  CHECK(hangs[0].ranks_missing == std::vector<int>{3});
 }
 
 TEST_CASE("a rank that vanished while the others exited is named", "[analyzer][hang]") {
