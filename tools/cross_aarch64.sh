@@ -85,13 +85,15 @@ if ! (timeout -s KILL 20 qemu-aarch64 -L /usr/aarch64-linux-gnu "$probe") 2>/dev
   echo "aarch64: qemu-user cannot start threads on this machine: checks that record are skipped"
 fi
 
-# dlopen/dlsym at aarch64's glibc base version (2.17) and 2.34, the hooks in every version node.
+# dlopen/dlsym at aarch64's glibc base version (2.17) and 2.34, _exit at 2.17, the hooks in every
+# version node.
 # (Output into a variable first: `grep -q` quitting early fails the pipe under pipefail.)
 exports() {
   local symbols
   bash test/integration/exports_test.sh "$lib" "$dir/preload/exports.map" &&
     symbols=$(nm -D "$lib") &&
-    grep -q ' dlopen@GLIBC_2.17$' <<<"$symbols" && grep -q ' dlsym@GLIBC_2.17$' <<<"$symbols"
+    grep -q ' dlopen@GLIBC_2.17$' <<<"$symbols" && grep -q ' dlsym@GLIBC_2.17$' <<<"$symbols" &&
+    grep -q ' _exit@@GLIBC_2.17$' <<<"$symbols"
 }
 check "exported symbol versions" exports
 # The kill test forks 120 writers: minutes under emulation, and nothing architecture-specific.

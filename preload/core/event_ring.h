@@ -1,7 +1,10 @@
 // Per-thread event rings: the only channel from hooks to the writer thread.
 //
 // Who writes: the owning thread (push; head). Who reads: the writer thread (pop; tail).
-// Full: the event is dropped and counted in `dropped`; the producer never waits.
+// Full: the event is dropped and counted in `dropped`; the producer never waits. The last
+// kBoundaryReserve slots take only boundary events (iteration markers): a thread that floods its
+// ring while the writer is starved (a loaded host) loses calls, never an iteration, which would
+// shift every later window of its rank against its peers'.
 // Lifetime: rings are never freed. When the owner exits, the ring is marked dead; once the writer
 // has drained a dead ring it marks it free, and a new thread may adopt it. Memory stays bounded
 // by the largest number of threads that recorded at the same time.
@@ -57,6 +60,8 @@ static_assert(sizeof(Event) == 48);
 
 enum class RingState : uint32_t { kInUse, kDead, kFree };
 
+inline constexpr uint64_t kBoundaryReserve = 64;
+
 struct alignas(64) ThreadRing {
   // Producer side.
   std::atomic<uint64_t> head{0};
@@ -69,27 +74,31 @@ struct alignas(64) ThreadRing {
   std::atomic<int32_t> tid{0};  // the owner thread's, set when it takes the ring (cold path)
   ThreadRing* next = nullptr;  // registry list, written once before publication
   uint64_t capacity = 0;       // a power of two; 0 for the sentinel
+  uint64_t limit = 0;          // capacity less kBoundaryReserve: what other events may fill
   Event* events = nullptr;
 
   // Owner thread only: the slot for the next event, filled in place and published by Commit;
   // null when full (or for the sentinel). In place, because an event built elsewhere and copied
   // in is read back with wide loads right after narrow stores, a store-forwarding stall that
   // cost more than the rest of a hooked launch.
-  Event* Claim() {
+  Event* Claim(uint64_t room) {
     const uint64_t h = head.load(std::memory_order_relaxed);
-    if (h - cached_tail >= capacity) [[unlikely]] {
+    if (h - cached_tail >= room) [[unlikely]] {
       // The sentinel is shared by every thread that has no ring yet: never written.
       if (capacity == 0) return nullptr;
       cached_tail = tail.load(std::memory_order_acquire);
-      if (h - cached_tail >= capacity) return nullptr;
+      if (h - cached_tail >= room) return nullptr;
     }
     return &events[h & (capacity - 1)];
   }
+  Event* Claim() { return Claim(limit); }
   void Commit() { head.store(head.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
 
   // Owner thread only. False when full (or for the sentinel).
-  bool Push(const Event& e) {
-    Event* slot = Claim();
+  bool Push(const Event& e) { return PushInto(Claim(), e); }
+  // A boundary event: may take the reserve.
+  bool PushBoundary(const Event& e) { return PushInto(Claim(capacity), e); }
+  bool PushInto(Event* slot, const Event& e) {
     if (slot == nullptr) return false;
     *slot = e;
     Commit();

@@ -71,6 +71,7 @@ ThreadRing* AdoptOrCreateRing() {
   if (mem == MAP_FAILED) return nullptr;
   auto* ring = new (mem) ThreadRing();
   ring->capacity = g_ring_events;
+  ring->limit = g_ring_events - kBoundaryReserve;  // InitRecorder: at least 1024
   ring->events = reinterpret_cast<Event*>(static_cast<char*>(mem) + sizeof(ThreadRing));
   ThreadRing* head = g_rings.load(std::memory_order_relaxed);
   do {
@@ -118,6 +119,13 @@ Tables& GetTables() {
 }
 
 ThreadRing* FirstRing() { return g_rings.load(std::memory_order_acquire); }
+
+void ForgetParentThreads() {
+  // The copies stay mapped: the forking thread's RingOwner may still mark its old ring dead.
+  g_rings.store(nullptr, std::memory_order_release);
+  t_event_ring = &g_sentinel_ring;
+  tls_exited = false;
+}
 
 void InitRecorder(uint32_t max_functions, uint64_t ring_events) {
   Tables& t = GetTables();
@@ -261,7 +269,8 @@ void RecordCollectiveDone(Slot collective, uint64_t seq, uint64_t device_ns) {
 void MarkIteration(uint64_t end_ns) {
   g_slice_epoch.fetch_add(1, std::memory_order_relaxed);
   const uint64_t epoch = g_event_epoch.fetch_add(1, std::memory_order_relaxed) + 1;
-  Push(Event{0, EventType::kIteration, {}, end_ns, epoch, 0, 0, 0});
+  const Event e{0, EventType::kIteration, {}, end_ns, epoch, 0, 0, 0};
+  if (!t_event_ring->PushBoundary(e)) PushEventSlow(e);
 }
 
 void RecordHookOverhead(uint64_t ns, uint64_t calls) {

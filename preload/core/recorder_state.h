@@ -50,6 +50,11 @@ Slot TryInternFunction(format::FunctionKind kind, std::string_view name, Slot pa
 // The first ring of the registry list; rings are pushed at the front and never removed.
 ThreadRing* FirstRing();
 
+// In a forked child, before it records as a process of its own: the rings of the parent's
+// threads (copies of what the parent had not drained yet: the parent's events) are left behind,
+// and the calling thread, the child's only one, takes a fresh ring at its next event.
+void ForgetParentThreads();
+
 // Sets up the tables and ring sizes; called by Start before any hook can record.
 void InitRecorder(uint32_t max_functions, uint64_t ring_events);
 void SetActive(bool active);

@@ -22,6 +22,7 @@
 #include "preload/core/clock.h"
 #include "preload/core/collective_iterations.h"
 #include "preload/core/critical_path.h"
+#include "preload/core/identity.h"
 #include "preload/core/log.h"
 #include "preload/core/mode_trigger.h"
 #include "preload/core/output_dir.h"
@@ -339,7 +340,11 @@ void OnSigterm(int sig) {
   raise(sig);
 }
 
+// Once per process lineage: a forked child inherits the handlers (and this flag) with the rest.
 void InstallExitPaths() {
+  static bool installed = false;
+  if (installed) return;
+  installed = true;
   std::atexit([] { Flush(); });
   struct sigaction sa {};
   sa.sa_handler = OnSigterm;
@@ -349,7 +354,8 @@ void InstallExitPaths() {
   // A lock held by another thread at fork() stays locked forever in the child: take the one
   // hooks can take first. Its holders intern a name and let go (no I/O under it), so fork never
   // waits on the writer. The child is passive: no writer thread there, and the recorder's
-  // per-thread state belongs to the parent's threads.
+  // per-thread state belongs to the parent's threads; one that runs on in Python records as a
+  // helper from the interpreter's own after-fork hook (RecordForkedChild).
   pthread_atfork([] { GetTables().mu.lock(); }, [] { GetTables().mu.unlock(); },
                  [] {
                    GetTables().mu.unlock();
@@ -432,6 +438,38 @@ bool StartWriter(const Config& config, format::Identity identity, OutputDir dir,
 SignalSet* WriterSignals() { return g_writer ? &g_writer->aggregator->signals() : nullptr; }
 
 bool WriterIsHelper() { return g_writer != nullptr && g_writer->identity.helper_of != 0; }
+
+bool RecordForkedChild() {
+  const WriterState* parent = g_writer;
+  if (parent == nullptr || parent->pid == getpid() || parent->yielded) return false;
+  const Config& config = ProcessConfig();
+  if (!config.enable || !config.helpers) return false;
+  format::Identity identity = DetectIdentity(config);
+  identity.rank = parent->identity.rank;
+  identity.local_rank = parent->identity.local_rank;
+  identity.world_size = parent->identity.world_size;
+  identity.job_id = parent->identity.job_id;
+  identity.helper_of =
+      parent->identity.helper_of != 0 ? parent->identity.helper_of : parent->pid;
+  OutputDir dir{fcntl(parent->dir.fd, F_DUPFD_CLOEXEC, 0), parent->dir.path, {}};
+  if (dir.fd < 0) return false;
+  // The parent's writer is not here: its channels are closed, its flush count starts over.
+  close(parent->wake_fd);
+  close(parent->done_pipe[0]);
+  close(parent->done_pipe[1]);
+  g_flush_requests.store(0);
+  g_flushes_done.store(0);
+  ForgetParentThreads();
+  if (!StartWriter(config, identity, std::move(dir), false)) return false;
+  SetActive(true);
+  return true;
+}
+
+void FlushBeforeImmediateExit() {
+  const WriterState* w = g_writer;
+  if (w == nullptr || getpid() != w->pid || !Active()) return;
+  RequestFlush(format::ExitState::kNormalExit, ProcessConfig().exit_wait_ms);
+}
 
 void Flush() {
   if (g_writer == nullptr || getpid() != g_writer->pid) return;

@@ -23,6 +23,17 @@ namespace perftracker::preload {
 bool StartWriter(const Config& config, format::Identity identity, OutputDir dir,
                  bool lone = false);
 
+// In a forked child that runs on without exec (a DataLoader or pool worker started by fork,
+// Linux's default), from the interpreter's after-fork hook: records the child as a helper of the
+// rank its parent records for, in a file of its own, with a writer thread of its own. False
+// (the child stays passive) in any other process, or when helpers are not recorded.
+bool RecordForkedChild();
+
+// For an exit that skips the exit handlers (_exit: os._exit, which fork-started workers end
+// with): asks this process's writer for the final flush and waits the bounded exit wait.
+// Async-signal-safe; nothing in any other process (a vfork child shares our memory).
+void FlushBeforeImmediateExit();
+
 // For writer ticks (recorder.h AddWriterTick), which run on the writer thread: the open window's
 // hardware and host signals (null before the writer started).
 SignalSet* WriterSignals();

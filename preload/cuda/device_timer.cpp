@@ -287,6 +287,9 @@ void EnsurePoller() {
 
 void FlushDevice() {
   if (g_cuda_gone.load(std::memory_order_acquire)) return;
+  // A forked child (recorded as a helper): the pending timers are its parent's events, in a
+  // CUDA context the child cannot use.
+  if (g_poller_started.load(std::memory_order_acquire) && getpid() != g_poller_pid) return;
   DrainTimers(200'000'000);
   if (PollerTick tick = g_tick.load(std::memory_order_acquire)) tick();
 }

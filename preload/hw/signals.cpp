@@ -110,7 +110,9 @@ void SampleGpu(Samplers& s, SignalSet& signals) {
 
 void SampleSignals() {
   SignalSet* signals = WriterSignals();
-  if (signals == nullptr || !Active()) return;
+  // A helper forked from its rank inherits the tick: the host's signals are the rank's to record,
+  // and the parent's NVML handles are not the child's to use.
+  if (signals == nullptr || !Active() || WriterIsHelper()) return;
   Samplers& s = *g_samplers;
   if (!s.host) {  // the first tick: listing the NICs and the cgroup is the writer's work
     const Config& config = ProcessConfig();

@@ -56,6 +56,8 @@ constexpr uint32_t kMonitorCapacity = kMonitorWords * 64;
 struct ShadowStack {
   uint32_t depth;         // published with release stores for the live-slot reader
   uint32_t seeds;         // entries [0, seeds) were running at install: their end is never seen
+  uint32_t base;          // a forked child's: entries [0, base) are its parent's callers of fork,
+                          // and the depth bound counts from there
   uint32_t steps;         // nesting of step functions: only the outermost one ends an iteration
   uint64_t calls;         // evaluations seen (CheckEvalHook: are we still being called?)
   uint32_t untimed_left;  // calls of sampled functions before the next timed one
@@ -285,8 +287,9 @@ inline void SliceIfStale(ShadowStack& s, uint32_t depth) {
   }
 }
 
-inline bool Folded(const CodeInfo* info, uint32_t depth) {
-  return !info->record || depth >= kCapacity || (depth >= g_hook.depth_bound && !info->always) ||
+inline bool Folded(const CodeInfo* info, const ShadowStack& s, uint32_t depth) {
+  const uint32_t own = depth - std::min(depth, s.base);
+  return !info->record || depth >= kCapacity || (own >= g_hook.depth_bound && !info->always) ||
          (info->light && !g_py_mode.detailed.load(std::memory_order_relaxed));
 }
 
@@ -305,7 +308,7 @@ PyObject* EvalHook(PyThreadState* tstate, void* frame, int throwflag) {
     depth = s.depth;
   }
   SliceIfStale(s, depth);
-  if (Folded(info, depth)) return previous(tstate, frame, throwflag);
+  if (Folded(info, s, depth)) return previous(tstate, frame, throwflag);
   const Slot slot = SlotOf(info, depth > 0 ? s.frames[depth - 1].slot : kNoSlot);
   if (slot == kNoSlot) return previous(tstate, frame, throwflag);  // function table full
   ShadowFrame& f = s.frames[depth];
@@ -371,7 +374,7 @@ void MonitorStart(PyObject* code) {
   word &= ~bit;
   const uint32_t depth = s.depth;
   SliceIfStale(s, depth);
-  if (Folded(info, depth)) return;
+  if (Folded(info, s, depth)) return;
   const Slot slot = SlotOf(info, depth > 0 ? s.frames[depth - 1].slot : kNoSlot);
   if (slot == kNoSlot) return;
   word |= bit;
@@ -419,6 +422,8 @@ void ChargeToCaller(uint64_t ns) {
 }
 
 void AdoptAsMainThread() { g_main_stack.store(&t_stack, std::memory_order_release); }
+
+void RebaseForkedThread() { t_stack.base = t_stack.depth; }
 
 void MainThreadStack(std::vector<std::string>* frames) {
   const ShadowStack* s = g_main_stack.load(std::memory_order_acquire);

@@ -1,5 +1,6 @@
-// Garbage-collector pauses (kGc) through gc.callbacks, and the Python-level exit flush, both as
-// C functions wrapped in PyCFunction objects (no Python source, no module of ours).
+// The interpreter's own lifecycle callbacks, each a C function wrapped in a PyCFunction object
+// (no module of ours): garbage-collector pauses (kGc) through gc.callbacks, the Python-level exit
+// flush through atexit, and a forked child's start as a helper through os.register_at_fork.
 //
 // The gc callback runs on the collecting thread with the GIL held, once with phase "start" and
 // once with "stop"; one collection never nests in another, so a thread_local start time is
@@ -8,6 +9,7 @@
 #include <cstring>
 
 #include "preload/core/log.h"
+#include "preload/core/writer.h"
 #include "preload/python/cpython_internal.h"
 
 namespace perftracker::preload::cpython {
@@ -62,6 +64,18 @@ PyObject* OnExit(PyObject*, PyObject*) {
   return ReturnNone();
 }
 
+// os.register_at_fork's after_in_child entry, on the child's only thread with the GIL held: a
+// child that runs on in Python (a worker multiprocessing started by fork) records as a helper.
+PyObject* OnForkedChild(PyObject*, PyObject*) {
+  if (RecordForkedChild()) {
+    AdoptAsMainThread();
+    RebaseForkedThread();
+  }
+  return ReturnNone();
+}
+
+MethodDef g_fork_def = {"perftracker_forked", &OnForkedChild, kMethNoargs,
+                        "perftracker: records a forked child as its rank's helper"};
 MethodDef g_gc_def = {"perftracker_gc_callback", &OnGc, kMethVarargs,
                       "perftracker: records garbage-collection pauses"};
 MethodDef g_exit_def = {"perftracker_flush", &OnExit, kMethNoargs,
@@ -105,6 +119,30 @@ void InstallGcCallback() {
 
 void InstallAtexitFlush() {
   if (!AddToModule("atexit", &g_exit_def, false)) Warn("could not register the Python exit flush");
+}
+
+void InstallForkRecording() {
+  // register_at_fork takes keywords only: a lambda passes ours on as after_in_child. From posix,
+  // the built-in module behind os: the install may run while os itself is still being imported.
+  PyObject* builtins = g_api.ImportModule("builtins");
+  PyObject* eval = g_api.UnicodeFromString("eval");
+  PyObject* source =
+      g_api.UnicodeFromString("lambda f: __import__('posix').register_at_fork(after_in_child=f)");
+  PyObject* globals = g_api.DictNew();
+  PyObject* call = g_api.UnicodeFromString("__call__");
+  PyObject* fn = g_api.CFunctionNewEx(&g_fork_def, nullptr, nullptr);
+  PyObject* registrar = builtins && eval && source && globals
+                            ? g_api.CallMethodObjArgs(builtins, eval, source, globals, nullptr)
+                            : nullptr;
+  PyObject* result =
+      registrar && call && fn ? g_api.CallMethodObjArgs(registrar, call, fn, nullptr) : nullptr;
+  for (PyObject* o : {result, registrar, fn, call, globals, source, eval, builtins}) {
+    if (o != nullptr) g_api.DecRef(o);
+  }
+  if (result == nullptr) {
+    g_api.ErrClear();
+    Warn("could not register an after-fork hook; workers started by fork are not recorded");
+  }
 }
 
 }  // namespace perftracker::preload::cpython

@@ -106,6 +106,7 @@ void Install() {
   StartEvalWatch();
   InstallGcCallback();
   InstallAtexitFlush();
+  InstallForkRecording();
 }
 
 int PendingInstall(void*) {

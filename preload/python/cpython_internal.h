@@ -91,6 +91,10 @@ PyObject* EvalHook(PyThreadState* tstate, void* frame, int throwflag);
 void SeedCurrentThread(PyThreadState* tstate);
 // Makes the calling thread the one whose stack the live slot shows.
 void AdoptAsMainThread();
+// In a forked child, on its only thread: the frames open now (the parent's, down to the caller of
+// fork) never return there, and do not count toward PERFTRACKER_PY_DEPTH: a worker's own calls
+// are recorded as deep as a spawned one's.
+void RebaseForkedThread();
 void MainThreadStack(std::vector<std::string>* frames);
 // The table of untimed calls (calls of sampled functions), one entry per slot below `capacity`;
 // false when it cannot be allocated (every call is then timed). Install, GIL held.
@@ -121,9 +125,11 @@ void MarkPythonExiting();
 // false (Python error cleared) before 3.12 or when both tool ids are taken. GIL held.
 bool StartMonitoring(int* tool_id);
 
-// cpython_gc.cpp: gc.callbacks → kGc events, atexit → Flush(). GIL held.
+// cpython_gc.cpp: gc.callbacks → kGc events, atexit → Flush(), os.register_at_fork →
+// RecordForkedChild() in a child that runs on in Python. GIL held.
 void InstallGcCallback();
 void InstallAtexitFlush();
+void InstallForkRecording();
 
 // The code object of an evaluated frame, or nullptr for frames that are not user code.
 inline PyObject* CodeOfFrame(const void* frame) {

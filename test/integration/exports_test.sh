@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # libperftracker.so exports exactly the symbols its version script lists: nothing by accident.
 # The CUDA runtime and cuBLAS hooks exist once per CUDA major's version node besides their
-# default, and dlopen/dlsym carry glibc's versions (preload/exports.map.in).
+# default, and dlopen/dlsym/_exit carry glibc's versions (preload/exports.map.in).
 source "$(dirname "$0")/lib.sh"
 lib=$1 map=$2
 # Version-node markers (type A) are not symbols of ours.
 nm -D --defined-only "$lib" | awk '$2 != "A" {print $3}' | grep -v '^$' | sort -u >"$scratch/versioned"
 sed 's/@.*//' "$scratch/versioned" | sort -u >"$scratch/exported"
 sed -n '/global:/,/local:/p' "$map" | grep -Eo '^[[:space:]]*[A-Za-z_][A-Za-z0-9_]*;' |
-  tr -d ' ;\t' | (cat; echo dlopen; echo dlsym) | sort -u >"$scratch/listed"
+  tr -d ' ;\t' | (cat; echo dlopen; echo dlsym; echo _exit) | sort -u >"$scratch/listed"
 diff -u "$scratch/listed" "$scratch/exported" || fail "exports differ from $map"
 for name in $(grep -E '^(cuda|cublas)' "$scratch/listed"); do
   case $name in
@@ -26,6 +26,7 @@ for name in dlopen dlsym; do
   [[ $(grep -c "^$name@GLIBC_2" "$scratch/versioned") == 1 ]] ||
     fail "$name lacks its base glibc version"
 done
+grep -qE '^_exit@@GLIBC_2\.(2\.5|17)$' "$scratch/versioned" || fail "_exit lacks glibc's base version"
 # No libstdc++ of ours meets the host's: it is linked statically.
 readelf -d "$lib" >"$scratch/dynamic"
 if grep -q 'NEEDED.*libstdc++' "$scratch/dynamic"; then fail "libstdc++ is linked dynamically"; fi

@@ -8,7 +8,8 @@
             ranks with RANK set, under one PERFTRACKER_JOB_ID: it yields (its file is gone, the
             ranks' are theirs: rank 0 waited for the name), `run` names the ranks' files
   torchrun  `run -- python3 -m torch.distributed.run --nproc_per_node 2` (real torch, gloo): the
-            launcher writes no file, each rank writes one
+            launcher writes no file, each rank writes one, and its forked loader worker one as
+            its helper
   nothing   `run -- /bin/true` and `run -- <a launcher that starts no rank>`: no file, and one
             line saying why
   signal    SIGTERM sent to `run` alone reaches the command; `run` exits 128 + 15
@@ -124,14 +125,19 @@ def case_torchrun(args, tmp, out):
     p = run(args, out, cmd, env, timeout=500)
     expect(p.returncode == 0, f"torchrun exited {p.returncode}\n{p.stdout[-3000:]}")
     files = ring_files(out)
-    expect(len(files) == 2 and all(".helper-" not in f for f in files),
-           f"expected one file per rank and none from the launcher: {files}")
-    heads = sorted((header(args, f) for f in files), key=lambda h: h["rank"])
+    ranks = [f for f in files if ".helper-" not in f]
+    expect(len(ranks) == 2, f"expected one file per rank and none from the launcher: {files}")
+    heads = sorted((header(args, f) for f in ranks), key=lambda h: h["rank"])
     expect([(h["rank"], h["world_size"]) for h in heads] == [(0, 2), (1, 2)],
            f"ranks: {[(h['rank'], h['world_size']) for h in heads]}")
+    # Each rank's forked DataLoader worker is its helper, never the launcher's.
+    helpers = [header(args, f) for f in files if ".helper-" in f]
+    expect(sorted(h.get("helper_of") for h in helpers) == sorted(h["pid"] for h in heads),
+           f"helpers {[(h['pid'], h.get('helper_of')) for h in helpers]}, "
+           f"ranks {[h['pid'] for h in heads]}")
     expect(all(h["iterations"] == 12 for h in heads), "12 iterations on each rank")
     expect(analyzed_ranks(args, next_command(p)) == 2, "analyze did not read 2 ranks")
-    return "2 ranks, 2 files, none from the launcher"
+    return "2 ranks, 2 files and a forked worker's each, none from the launcher"
 
 
 def case_nothing(args, tmp, out):

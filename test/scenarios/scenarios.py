@@ -183,6 +183,15 @@ SCENARIOS = [
              # evidence the slow collation.
              Expect("dataloader", [2], r"_BaseDataLoaderIter\.__next__",
                     helpers=r"SlowCollate\.__call__")),
+    # The same with workers started by fork, Linux's default: they record from the interpreter's
+    # after-fork hook and flush at the os._exit they end with.
+    Scenario("torch_slow_loader_fork_workers",
+             "real torch DDP (CPU, gloo): slow data loader in rank 2's 2 forked workers",
+             "torch_ddp", 4, ["--slow-loader-rank", "2", "--slow-loader-ms", "150",
+                              "--loader-workers", "2", "--loader-start", "fork", "--steps", "120"],
+             {},
+             Expect("dataloader", [2], r"_BaseDataLoaderIter\.__next__",
+                    helpers=r"SlowCollate\.__call__")),
     # CPU training: the framework's own frames are the device; a user routine of ~10% of the
     # step on every rank is host overhead above the expected range.
     Scenario("torch_routine_all", "real torch DDP (CPU, gloo): a slow per-step routine on every rank",

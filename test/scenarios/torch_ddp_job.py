@@ -2,8 +2,9 @@
 time is the main thread's), an MLP, SGD. `--slow-loader-rank R --slow-loader-ms MS` makes batch
 collation on rank R that much slower: a slow data loader on one rank, which every other rank then
 waits for in DDP's gradient all-reduce. `--loader-workers N` moves loading into N worker
-processes started with `spawn` (common with CUDA): the slow collation then runs in them, and the
-rank's main thread only waits for their batches. `--checkpoint-every N --checkpoint-mb MB` makes
+processes started with `--loader-start` (`spawn` by default, common with CUDA; `fork` is Linux's
+default): the slow collation then runs in them, and the rank's main thread only waits for their
+batches. `--checkpoint-every N --checkpoint-mb MB` makes
 rank 0 save a checkpoint with `torch.save` every N steps from the job's own function (the other
 ranks wait for it in the next all-reduce).
 """
@@ -30,6 +31,7 @@ def parse_args():
     p.add_argument("--slow-loader-rank", type=int, default=-1)
     p.add_argument("--slow-loader-ms", type=float, default=0)
     p.add_argument("--loader-workers", type=int, default=0)
+    p.add_argument("--loader-start", default="spawn", choices=["spawn", "fork", "forkserver"])
     p.add_argument("--routine-ms", type=float, default=0,
                    help="a pure-Python routine after every step, this long, on every rank")
     p.add_argument("--checkpoint-every", type=int, default=0,
@@ -84,7 +86,7 @@ def main():
     data = TensorDataset(torch.randn(n, args.width), torch.randn(n, 1))
     loader = DataLoader(data, batch_size=args.batch, num_workers=args.loader_workers,
                         collate_fn=collate,
-                        multiprocessing_context="spawn" if args.loader_workers else None)
+                        multiprocessing_context=args.loader_start if args.loader_workers else None)
     model = DistributedDataParallel(torch.nn.Sequential(
         torch.nn.Linear(args.width, args.width), torch.nn.ReLU(),
         torch.nn.Linear(args.width, args.width), torch.nn.ReLU(),

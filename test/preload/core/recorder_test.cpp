@@ -327,6 +327,29 @@ TEST_CASE("a full ring drops and counts instead of waiting", "[writer]") {
   CHECK(calls + dropped >= kEvents);  // earlier tests' drops may add to the total
 }
 
+TEST_CASE("a full ring keeps room for iteration markers", "[ring]") {
+  std::vector<Event> storage(1024);
+  ThreadRing ring;
+  ring.capacity = storage.size();
+  ring.limit = ring.capacity - kBoundaryReserve;
+  ring.events = storage.data();
+  const Event call{1, EventType::kCall, {}, 1, 1, 1, 0, 0};
+  const Event marker{0, EventType::kIteration, {}, 2, 1, 0, 0, 0};
+  uint64_t calls = 0;
+  while (ring.Push(call)) ++calls;
+  CHECK(calls == ring.limit);
+  uint64_t markers = 0;
+  while (ring.PushBoundary(marker)) ++markers;
+  CHECK(markers == kBoundaryReserve);
+  CHECK_FALSE(ring.Push(call));
+  // Drained, the ring takes ordinary events again.
+  uint64_t seen_markers = 0;
+  CHECK(ring.Drain([&](const Event& e) { seen_markers += e.type == EventType::kIteration; }) ==
+        calls + markers);
+  CHECK(seen_markers == kBoundaryReserve);
+  CHECK(ring.Push(call));
+}
+
 TEST_CASE("rings of exited threads are reused", "[writer]") {
   TheRecording();
   const Slot s = InternFunction(format::FunctionKind::kPython, "churn.py:1:f");

@@ -4,7 +4,7 @@ the test names), so the rank's file must hold exactly `steps` iterations whateve
 did. Prints one JSON line: {"pid": ..., "steps": ...}.
 
   helpers_job.py subprocess STEPS     /bin/true and a Python child every 3 steps
-  helpers_job.py spawn|forkserver     a DataLoader with 2 workers of that start method, 3 epochs
+  helpers_job.py spawn|forkserver|fork  a DataLoader with 2 workers of that start method, 3 epochs
   helpers_job.py pool STEPS           a spawn ProcessPoolExecutor (as torch.compile's workers)
   helpers_job.py restart STEPS FLAG   fails once (until FLAG exists), as an elastic restart wants
 """
@@ -83,7 +83,7 @@ def main():
     mode = sys.argv[1]
     if mode == "subprocess":
         steps = run_subprocess(int(sys.argv[2]))
-    elif mode in ("spawn", "forkserver"):
+    elif mode in ("spawn", "forkserver", "fork"):
         steps = run_loader(mode)
     elif mode == "pool":
         steps = run_pool(int(sys.argv[2]))

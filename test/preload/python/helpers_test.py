@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A rank's helper processes never touch its ring file (README "Files and safety").
 
-  helpers_test.py --lib LIB --perftracker CLI --case subprocess|spawn|forkserver|pool|restart
+  helpers_test.py --lib LIB --perftracker CLI --case subprocess|spawn|forkserver|fork|pool|restart
 
 Runs helpers_job.py as rank 0 under LD_PRELOAD (Debian's python3 with torch; `restart` under
 torchrun with --max-restarts 1) and checks: the rank's file is its own (header pid = the job's
@@ -101,11 +101,16 @@ def main():
                    f"{f}: helper_of {h.get('helper_of')}, rank {h['rank']}")
             expect(f == f"rank-0.helper-{h['pid']}.ptr", f"{f} is named for pid {h['pid']}")
             helper_names |= names
-        want = {"subprocess": None, "spawn": "slow_item", "forkserver": None,
-                "pool": "pool_work", "restart": None}[args.case]
+        # Workers forked (by the rank, or by the forkserver, itself a helper) record from the
+        # interpreter's after-fork hook, and flush at the os._exit they end with.
+        want = {"subprocess": None, "spawn": "slow_item", "forkserver": "slow_item",
+                "fork": "slow_item", "pool": "pool_work", "restart": None}[args.case]
         if args.case == "subprocess" or args.case == "restart":
             # 4 Python children (a file each); /bin/true, which runs no Python, leaves none.
             expect(len(helpers) == 4, f"expected 4 helper files, got {helpers}")
+        if args.case == "fork":
+            # 2 workers an epoch, 3 epochs: each forked worker its own file, whole at os._exit.
+            expect(len(helpers) == 6, f"expected 6 helper files, got {helpers}")
         if want is not None:
             expect(any(n.endswith(want) for n in helper_names),
                    f"no helper recorded {want}: {sorted(helper_names)[:20]}")
