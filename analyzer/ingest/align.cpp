@@ -60,7 +60,13 @@ void AddFunctions(const format::Window& w, const std::vector<uint32_t>& index, S
 // begin or end mid-run: a GPU that throttles from the middle on must not make the unsampled
 // warm-up window look slow. Without any sample: the host time of the calls, less what they
 // spent waiting for earlier work (a synchronous copy waits for the whole queue first).
-void EstimateDevice(RankData* rank) {
+//
+// A call site of a copy or kernel pattern carries no samples of its own (they go to its
+// API-level pattern, its parent) and would be priced by its host time, which for an asynchronous
+// call that blocked (a pageable copy behind the queue) is no device time at all. Where the parent
+// is priced in the same slot, the site costs at most that price per call: never more than what
+// the device was measured to take for the same calls.
+void EstimateDevice(RankData* rank, const std::vector<int32_t>& site_of) {
   constexpr double kEnoughSamples = 4;
   constexpr size_t kReach = 3;
   const size_t n = rank->slots.size();
@@ -119,8 +125,10 @@ void EstimateDevice(RankData* rank) {
     return means[means.size() / 2];
   };
   std::vector<double> whole(fns, -2), whole_var(fns, 0);  // per function, the rank-wide price
+  std::vector<double> price(fns);
   for (size_t k = 0; k < n; ++k) {
     Slot& s = rank->slots[k];
+    std::fill(price.begin(), price.end(), -1.0);
     for (size_t i = 0; i < s.functions.size(); ++i) {
       const FunctionSum f = s.functions[i];
       double per_call = -1, var = 0;
@@ -138,10 +146,35 @@ void EstimateDevice(RankData* rank) {
       if (per_call < 0 && k == startup && f.device_samples > 0) {
         per_call = f.device_ns / f.device_samples;
       }
+      price[i] = per_call;
       s.functions.SetDeviceEst(i, per_call >= 0 ? static_cast<float>(per_call * f.count)
                                                 : std::max(0.0f, f.self_ns - f.wait_ns));
     }
+    for (size_t i = 0; i < s.functions.size() && i < site_of.size(); ++i) {
+      const int32_t parent = site_of[i];
+      if (parent < 0 || price[i] >= 0 || price[static_cast<size_t>(parent)] < 0) continue;
+      const FunctionSum f = s.functions[i];
+      const double priced = price[static_cast<size_t>(parent)] * f.count;
+      if (priced < f.device_est_ns) s.functions.SetDeviceEst(i, static_cast<float>(priced));
+    }
   }
+}
+
+// Per catalog function: for a call site of a kernel, copy or memset pattern, that pattern (its
+// parent, of the same kind); else -1.
+std::vector<int32_t> SitesOf(const Catalog& catalog) {
+  const auto& fns = catalog.functions();
+  std::vector<int32_t> out(fns.size(), -1);
+  for (size_t i = 0; i < fns.size(); ++i) {
+    const format::FunctionKind kind = fns[i].kind;
+    if (kind != format::FunctionKind::kKernel && kind != format::FunctionKind::kMemcpy &&
+        kind != format::FunctionKind::kMemset) {
+      continue;
+    }
+    const int32_t p = fns[i].parent_id != 0 ? catalog.IndexOf(fns[i].parent_id) : -1;
+    if (p >= 0 && fns[static_cast<size_t>(p)].kind == kind) out[i] = p;
+  }
+  return out;
 }
 
 void AddCollectives(const format::Window& w, const std::vector<uint32_t>& index, Slot* slot) {
@@ -384,8 +417,9 @@ void Align(Dataset* dataset) {
   CommonBoundaries(dataset, &keys);
   dataset->slot_keys = std::move(keys);
   HarmonizeModes(dataset);
+  const std::vector<int32_t> site_of = SitesOf(dataset->catalog);
   ParallelFor(dataset->ranks.size(), dataset->threads,
-              [&](size_t i, size_t) { EstimateDevice(&dataset->ranks[i]); });
+              [&](size_t i, size_t) { EstimateDevice(&dataset->ranks[i], site_of); });
 }
 
 }  // namespace perftracker::analyzer

@@ -335,3 +335,50 @@ TEST_CASE("a wait for a CPU within the peers' own is the host's, no rank's",
 }
 
 }  // namespace perftracker::testing
+
+namespace perftracker::testing {
+namespace {
+
+constexpr char kCopy[] = "cudaMemcpyAsync HtoD";
+constexpr char kCopySite[] = "cudaMemcpyAsync HtoD @ loader.so+0x10";
+
+// Every rank copies its batch once a step: 10 us on the device, every call timed at the copy's
+// pattern, none at its call site (as the collector records them). On rank 5 the call itself
+// blocks `blocked_ms` on the host (a pageable copy behind a queue that waits for a slow peer).
+Json AnalyzeBlockedCopy(double blocked_ms) {
+  JobSpec spec;
+  spec.shape = SmallShape();
+  spec.windows = 8;
+  spec.edit = [&](int rank, format::Window* w) {
+    const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
+    const auto host = static_cast<uint64_t>((rank == 5 ? blocked_ms : 0.01) * 1e6);
+    format::FunctionPattern copy;
+    copy.kind = format::FunctionKind::kMemcpy;
+    copy.name = kCopy;
+    copy.count = n;
+    copy.self_ns = copy.total_ns = host * n;
+    copy.device_samples = n;
+    copy.device_ns = 10'000 * n;
+    copy.bytes = 4096 * n;
+    format::FunctionPattern site = copy;
+    site.name = kCopySite;
+    site.device_samples = site.device_ns = 0;
+    site.parent = static_cast<int32_t>(w->functions.size());
+    w->functions.push_back(copy);
+    w->functions.push_back(site);
+    REQUIRE(format::FillFunctionIds(&w->functions));
+  };
+  return AnalyzeJob(spec);
+}
+
+}  // namespace
+
+TEST_CASE("a copy's call site is never priced above its pattern's timed device time",
+          "[analyzer][critical]") {
+  const Json j = AnalyzeBlockedCopy(26);
+  INFO(j["candidates"].dump(2));
+  CHECK(Find(j["candidates"], kCopySite) == nullptr);
+  CHECK(Find(j["candidates"], kCopy) == nullptr);
+}
+
+}  // namespace perftracker::testing
