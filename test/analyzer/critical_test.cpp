@@ -13,6 +13,14 @@ using Json = nlohmann::ordered_json;
 
 constexpr char kLog[] = "/home/user/train.py:80:log_metrics";
 
+// The small synthetic job over 8 windows: enough for a finding to persist in some and not others.
+JobSpec EightWindows() {
+  JobSpec spec;
+  spec.shape = SmallShape();
+  spec.windows = 8;
+  return spec;
+}
+
 // A Python function that takes `per_iter` of each of `n` iterations, all of it its own time.
 format::FunctionPattern PythonFunction(const char* name, uint64_t n, uint64_t per_iter) {
   format::FunctionPattern f;
@@ -289,9 +297,7 @@ constexpr char kForward[] = "torch/nn/modules/module.py:1188:Module._call_impl";
 // In windows 2, 4 and 6 the wait lands in rank 0's kForward (20 ms a step more than its peers');
 // there rank 0 waits `flagged_delay` of the step.
 Json AnalyzeMovingWait(double flagged_delay) {
-  JobSpec spec;
-  spec.shape = SmallShape();
-  spec.windows = 8;
+  JobSpec spec = EightWindows();
   spec.edit = [&](int rank, format::Window* w) {
     w->critical_path = true;
     const auto window = static_cast<int>(w->iter_begin / 8);
@@ -334,9 +340,6 @@ TEST_CASE("a wait for a CPU within the peers' own is the host's, no rank's",
   CHECK((*o)["score"].get<double>() >= 0.01);
 }
 
-}  // namespace perftracker::testing
-
-namespace perftracker::testing {
 namespace {
 
 constexpr char kCopy[] = "cudaMemcpyAsync HtoD";
@@ -346,9 +349,7 @@ constexpr char kCopySite[] = "cudaMemcpyAsync HtoD @ loader.so+0x10";
 // pattern, none at its call site (as the collector records them). On rank 5 the call itself
 // blocks `blocked_ms` on the host (a pageable copy behind a queue that waits for a slow peer).
 Json AnalyzeBlockedCopy(double blocked_ms) {
-  JobSpec spec;
-  spec.shape = SmallShape();
-  spec.windows = 8;
+  JobSpec spec = EightWindows();
   spec.edit = [&](int rank, format::Window* w) {
     const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
     const auto host = static_cast<uint64_t>((rank == 5 ? blocked_ms : 0.01) * 1e6);
