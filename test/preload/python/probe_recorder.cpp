@@ -20,6 +20,7 @@
 
 #include "preload/core/python_context.h"
 #include "preload/core/recorder.h"
+#include "preload/core/writer.h"
 
 namespace perftracker::preload {
 namespace {
@@ -163,5 +164,7 @@ void Flush() {
   RunFlushCallback();
   Write();
 }
+// No writer here: a forked child stays passive (OnForkChild).
+bool RecordForkedChild() { return false; }
 
 }  // namespace perftracker::preload
