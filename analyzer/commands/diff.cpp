@@ -4,7 +4,9 @@
 // Each metric is a distribution: one value per rank and slot (per rank for collectives). A
 // metric regressed when its median grew by more than the threshold AND by more than the noise of
 // the two runs (3 x the larger robust spread over the square root of the sample count, at least
-// 1% of the base), AND by at least 0.5% of the base step time (functions that cost nothing do not
+// 1% of the base; for functions and the step also the spread of the slots' medians over the
+// square root of the slot count: a loaded host slows every rank of a slot at once, so ranks are
+// not independent samples of a run), AND by at least 0.5% of the base step time (functions that cost nothing do not
 // fail builds). Functions are joined by their stable id, collectives by (op, bytes, communicator
 // size, point-to-point or not): communicator ids differ between runs.
 // Beside them, the causes: the analysis `analyze` runs, on both runs, and the candidates that are
@@ -31,6 +33,12 @@ namespace {
 struct Metric {
   std::string name, kind;
   std::vector<double> values;  // ns per iteration (per call for collectives)
+  std::map<uint64_t, std::vector<double>> by_slot;  // the same values by slot key (not collectives)
+
+  void Add(uint64_t slot, double v) {
+    values.push_back(v);
+    by_slot[slot].push_back(v);
+  }
 };
 
 struct Profile {
@@ -57,7 +65,7 @@ void AddFunctions(const Dataset& ds, const RankData& r, Profile* p) {
       const double v = i >= s.functions.size() ? 0
                        : device               ? s.functions[i].device_est_ns
                                               : s.functions[i].self_ns;
-      m.values.push_back(v / s.iterations);
+      m.Add(s.key, v / s.iterations);
     }
   }
 }
@@ -96,7 +104,7 @@ Profile MakeProfile(const Dataset& ds) {
   step.kind = "iteration";
   for (const RankData& r : ds.ranks) {
     for (const Slot& s : r.slots) {
-      if (s.iterations > 0) step.values.push_back(s.MeanIterationNs());
+      if (s.iterations > 0) step.Add(s.key, s.MeanIterationNs());
     }
     AddFunctions(ds, r, &p);
     AddCollectives(ds, r, &p);
@@ -110,13 +118,24 @@ struct Change {
   double base = 0, current = 0, change_pct = 0, noise = 0;
 };
 
+// The spread of a metric's per-slot medians over the square root of their number; 0 with fewer
+// than three slots.
+double SlotSpread(const Metric& m) {
+  if (m.by_slot.size() < 3) return 0;
+  std::vector<double> medians;
+  for (const auto& [key, v] : m.by_slot) medians.push_back(MedianOf(v));
+  const double med = MedianOf(medians);
+  return RobustSigma(medians, med) / std::sqrt(double(medians.size()));
+}
+
 std::optional<Change> Compare(const Metric& b, const Metric& c, double threshold_pct,
                               double base_step) {
   if (b.values.empty() || c.values.empty()) return std::nullopt;
   Change ch{b.name, b.kind, MedianOf(b.values), MedianOf(c.values), 0, 0};
   const double spread =
-      std::max(RobustSigma(b.values, ch.base) / std::sqrt(double(b.values.size())),
-               RobustSigma(c.values, ch.current) / std::sqrt(double(c.values.size())));
+      std::max({RobustSigma(b.values, ch.base) / std::sqrt(double(b.values.size())),
+                RobustSigma(c.values, ch.current) / std::sqrt(double(c.values.size())),
+                SlotSpread(b), SlotSpread(c)});
   ch.noise = std::max(3 * spread, 0.01 * ch.base);
   const double delta = ch.current - ch.base;
   ch.change_pct = ch.base > 0 ? 100 * delta / ch.base : (delta > 0 ? 1e9 : 0);

@@ -91,5 +91,41 @@ TEST_CASE("diff: a clean rerun has no cause and passes", "[analyzer][diff]") {
   RemoveTree(dir);
 }
 
+// Clean(seed) where every rank spends `ms(window)` of each step in one Python function.
+JobSpec Waiting(uint64_t seed, std::function<double(int)> ms) {
+  JobSpec spec = Clean(seed);
+  spec.edit = [ms](int, format::Window* w) {
+    const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
+    const auto per_iter = static_cast<uint64_t>(ms(static_cast<int>(w->iter_begin / 8)) * 1e6);
+    format::FunctionPattern f;
+    f.kind = format::FunctionKind::kPython;
+    f.name = "train.py:20:wait_for_batch";
+    f.count = n;
+    f.self_ns = f.total_ns = per_iter * n;
+    f.min_ns = f.max_ns = per_iter;
+    w->functions.push_back(f);
+    REQUIRE(format::FillFunctionIds(&w->functions));
+  };
+  return spec;
+}
+
+TEST_CASE("diff: a slowdown that comes and goes on every rank at once is the host's noise",
+          "[analyzer][diff]") {
+  const std::string dir = MakeTempDir();
+  WriteJob(dir + "/base", Waiting(1, [](int) { return 20.0; }));
+  // Every other window, every rank 30% slower in it (a loaded host): the runs' noise.
+  WriteJob(dir + "/loaded", Waiting(2, [](int window) { return window % 2 ? 26.0 : 20.0; }));
+  // Every window 30% slower: a regression.
+  WriteJob(dir + "/slower", Waiting(3, [](int) { return 26.0; }));
+  const CliResult loaded = Cli({"diff", dir + "/base", dir + "/loaded"});
+  const CliResult slower = Cli({"diff", dir + "/base", dir + "/slower"});
+  RemoveTree(dir);
+  INFO(loaded.out);
+  CHECK(loaded.code == 0);
+  INFO(slower.out);
+  CHECK(slower.code == 1);
+  CHECK(slower.out.find("wait_for_batch") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace perftracker::testing
