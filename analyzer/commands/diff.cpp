@@ -6,8 +6,8 @@
 // the two runs (3 x the larger robust spread over the square root of the sample count, at least
 // 1% of the base; for functions and the step also the spread of the slots' medians over the
 // square root of the slot count: a loaded host slows every rank of a slot at once, so ranks are
-// not independent samples of a run), AND by at least 0.5% of the base step time (functions that cost nothing do not
-// fail builds). Functions are joined by their stable id, collectives by (op, bytes, communicator
+// not independent samples of a run), AND by at least 0.5% of the base step time (functions that
+// cost nothing do not fail builds). Functions are joined by their stable id, collectives by (op, bytes, communicator
 // size, point-to-point or not): communicator ids differ between runs.
 // Beside them, the causes: the analysis `analyze` runs, on both runs, and the candidates that are
 // new or grew in CUR (diff_causes.h), printed first. They explain regressions and never change

@@ -239,11 +239,11 @@ void Rekey(RankData* rank, int shift) {
 }
 
 // Windows differ in length: a rank may have sized its windows otherwise than its peers near a
-// threshold, or ended one where a detailed period it decided alone began (window_schedule.h). Window
-// lengths are a block times a power of two, so one rank's boundaries are mostly the other's, but
-// a slot is compared across ranks only if it means the same iterations on each: a key is kept
-// where no rank's slot spans across it, and the slots of keys that are not merge into the kept
-// key before them. A rank without data at a key (a ring that wrapped, a late start) says
+// threshold, or ended one where a detailed period it decided alone began (window_schedule.h).
+// Window lengths are a block times a power of two, so one rank's boundaries are mostly the other's,
+// but a slot is compared across ranks only if it means the same iterations on each: a key is kept
+// where no rank's slot spans across it, and the slots of keys that are not merge into the kept key
+// before them. A rank without data at a key (a ring that wrapped, a late start) says
 // nothing against it.
 void CommonBoundaries(Dataset* dataset, std::vector<uint64_t>* keys) {
   // Where each key's slots begin: the first iteration any rank's slot of that key holds. A key

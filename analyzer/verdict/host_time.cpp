@@ -38,6 +38,12 @@ bool Applies(const Candidate& c) {
          (HostTimedKind(c) || c.kind == "sync");
 }
 
+// Member m's slot k where it holds iterations, else null.
+const Slot* StepSlot(const Frame& f, size_t m, size_t k) {
+  const Slot* s = SlotAt(f, m, k);
+  return s != nullptr && s->windows != 0 && s->iterations > 0 ? s : nullptr;
+}
+
 struct Compared {
   double culprit_ns = 0, peer_ns = 0;  // per iteration
   double iteration_ns = 0;             // the group's step over the same slots
@@ -56,8 +62,8 @@ bool CulpritsAndPeers(const Frame& f, const Candidate& c, PerSlot per_slot, Comp
     peers.clear();
     steps.clear();
     for (const size_t m : members) {
-      const Slot* s = SlotAt(f, m, k);
-      if (s == nullptr || s->windows == 0 || s->iterations <= 0) continue;
+      const Slot* s = StepSlot(f, m, k);
+      if (s == nullptr) continue;
       const double v = per_slot(m, k, *s);
       if (v < 0) continue;
       steps.push_back(s->MeanIterationNs());
@@ -104,21 +110,16 @@ bool OwnRunQueue(const Frame& f, const Candidate& c) {
   for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {
     peers.clear();
     for (const size_t m : members) {
-      const Slot* s = SlotAt(f, m, k);
-      if (s == nullptr || s->windows == 0 || s->iterations <= 0 || OnCandidateRanks(f, c, m)) {
-        continue;
-      }
+      const Slot* s = StepSlot(f, m, k);
+      if (s == nullptr || OnCandidateRanks(f, c, m)) continue;
       if (const double v = RunDelay(m, k, *s); v >= 0) peers.push_back(v);
     }
     if (peers.size() < 2) continue;
     const double med = Median(peers);
     const double sigma = std::max(RobustSigma(peers, med), f.th.relative_floor * med);
     for (const size_t m : members) {
-      const Slot* s = SlotAt(f, m, k);
-      if (s == nullptr || s->windows == 0 || s->iterations <= 0 || !OnCandidateRanks(f, c, m) ||
-          !InSpans(*spans, *s)) {
-        continue;
-      }
+      const Slot* s = StepSlot(f, m, k);
+      if (s == nullptr || !OnCandidateRanks(f, c, m) || !InSpans(*spans, *s)) continue;
       const double v = RunDelay(m, k, *s);
       if (v < 0) continue;
       compared = true;

@@ -26,7 +26,8 @@ for name in dlopen dlsym; do
   [[ $(grep -c "^$name@GLIBC_2" "$scratch/versioned") == 1 ]] ||
     fail "$name lacks its base glibc version"
 done
-grep -qE '^_exit@@GLIBC_2\.(2\.5|17)$' "$scratch/versioned" || fail "_exit lacks glibc's base version"
+grep -qE '^_exit@@GLIBC_2\.(2\.5|17)$' "$scratch/versioned" ||
+  fail "_exit lacks glibc's base version"
 # No libstdc++ of ours meets the host's: it is linked statically.
 readelf -d "$lib" >"$scratch/dynamic"
 if grep -q 'NEEDED.*libstdc++' "$scratch/dynamic"; then fail "libstdc++ is linked dynamically"; fi
