@@ -43,6 +43,10 @@ struct RingOptions {
   uint64_t file_size = 64ull << 20;  // whole file, header and live slot included
   uint32_t live_size = 256u << 10;   // both halves of the live slot (the open window fits)
   int zstd_level = 1;  // measured best size for speed on realistic windows (FORMAT.md)
+  // Bytes of the table region, where static tails (function names) are stored once per function
+  // table instead of once per window; when it is full, records carry their tails again. -1: a
+  // sixteenth of file_size, at most 4 MiB. 0: none (a file format-1 readers can read).
+  int64_t table_size = -1;
 };
 
 class RingWriter {
@@ -83,6 +87,8 @@ class RingWriter {
   uint64_t data_capacity() const { return capacity_; }
   // On-disk bytes of the last record appended, frame and padding included.
   uint64_t last_record_size() const { return last_record_size_; }
+  // Bytes of the table region used: the function tables stored so far, both copies.
+  uint64_t table_bytes() const { return table_used_ <= table_size_ ? table_used_ : 0; }
   // The open file (to tell it from another one at the same name before removing that name).
   int fd() const { return fd_; }
 
@@ -90,6 +96,9 @@ class RingWriter {
   RingWriter() = default;
   bool WriteAt(uint64_t offset, const void* data, size_t size);
   bool RetireTail();
+  // Stores tail_compressed_ (twice) in the table region; false when it has no room or a write
+  // failed, and the records go on carrying the tail themselves.
+  bool StoreTail(size_t raw_size);
 
   int fd_ = -1;
   uint64_t data_offset_ = 0;
@@ -106,6 +115,10 @@ class RingWriter {
   std::vector<uint8_t> scan_;             // the region retired on wrap-around
   std::vector<uint8_t> tail_raw_;         // the static tail last compressed
   std::vector<uint8_t> tail_compressed_;  // its zstd frame
+  uint64_t table_offset_ = 0;             // the table region: [table_offset_, +table_size_)
+  uint64_t table_size_ = 0;
+  uint64_t table_used_ = 0;
+  std::optional<TableRef> tail_ref_;  // where tail_compressed_ lies in the table region
 };
 
 // Damage found while reading; reported, never fatal.
@@ -168,6 +181,7 @@ class RingReader {
   };
   std::vector<uint8_t> owned_;
   std::span<const uint8_t> file_;
+  std::span<const uint8_t> table_;  // the table region (format 2), as far as the file holds it
   std::vector<FrameRef> frames_;
   RingContents contents_;
   bool skip_details_ = false;

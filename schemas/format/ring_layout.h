@@ -2,6 +2,8 @@
 //
 //   [0, 4096)                         FileHeader, then zeros
 //   [live_offset, +live_size)         live slot: two halves, each LiveFrame + LiveState FlatBuffer
+//   [live_offset+live_size, data_offset)  table region (format 2): TableEntry + a static tail's
+//                                     zstd frame, each twice, appended, never overwritten
 //   [data_offset, +data_capacity)     records: RecordFrame + zstd(WindowSummary), 8-byte aligned
 //
 // All integers are little-endian. Every frame carries a CRC32C of its own header fields, so a
@@ -21,6 +23,11 @@ inline constexpr uint16_t kCodecZstd = 1;
 // RecordFrame::flags. The payload's last three zstd frames are body, detail columns and static
 // tail (FORMAT.md "Records"): a reader that skips the detail columns need not decompress them.
 inline constexpr uint16_t kRecordFlagDetailFrame = 1u << 0;
+// The static tail's frame is not in the payload but in the table region: the payload ends with a
+// zstd skippable frame holding a TableRef (FORMAT.md "Table region"). Format 2.
+inline constexpr uint16_t kRecordFlagTableTail = 1u << 1;
+inline constexpr uint32_t kTableEntryMagic = 0x31455450;  // "PTE1"
+inline constexpr uint32_t kZstdSkippableMagic = 0x184D2A50;
 inline constexpr uint32_t kRecordAlign = 8;
 inline constexpr uint32_t kMaxRawRecordSize = 64u << 20;
 
@@ -66,6 +73,29 @@ struct RecordFrame {
   uint32_t header_crc;  // CRC32C of the 28 bytes before it, magic included
 };
 static_assert(sizeof(RecordFrame) == 32);
+
+// One copy of a static tail in the table region; the writer puts a second, identical copy right
+// after the first, so one damaged copy never costs the records that name it.
+struct TableEntry {
+  uint32_t magic;         // written last
+  uint32_t payload_size;  // bytes of the zstd frame that follow
+  uint32_t raw_size;      // the static tail's bytes after decompression
+  uint32_t payload_crc;
+  uint32_t reserved;    // 0
+  uint32_t header_crc;  // CRC32C of the 20 bytes before it, magic included
+};
+static_assert(sizeof(TableEntry) == 24);
+
+// The content of a record's closing skippable frame (kRecordFlagTableTail), 16 bytes
+// little-endian after the frame's magic and size: where the tail's first copy starts (from the
+// table region's start), its frame's compressed and raw sizes.
+struct TableRef {
+  uint64_t entry;
+  uint32_t payload_size;
+  uint32_t raw_size;
+};
+static_assert(sizeof(TableRef) == 16);
+inline constexpr size_t kTableRefFrameSize = 8 + sizeof(TableRef);
 
 struct LiveFrame {
   uint32_t magic;

@@ -127,61 +127,96 @@ std::vector<FrameRef> ScanFrames(std::span<const uint8_t> file, const FileHeader
   return frames;
 }
 
-// Where the payload's last two zstd frames start. `last` is 0 when the payload holds one frame
-// or is malformed (it is then decompressed whole, and zstd judges it); `before_last` is 0 when
-// there are fewer than three frames.
-struct FrameSplit {
-  size_t before_last = 0;
-  size_t last = 0;
-};
-
-FrameSplit SplitFrames(std::span<const uint8_t> payload) {
-  FrameSplit split;
+// Where the last zstd frame of `frames` starts: 0 when it holds one frame or is malformed (it is
+// then decompressed whole, and zstd judges it).
+size_t LastFrameStart(std::span<const uint8_t> frames) {
   size_t at = 0;
-  while (true) {
-    const size_t n = ZSTD_findFrameCompressedSize(payload.data() + at, payload.size() - at);
-    if (ZSTD_isError(n) || n == 0 || n > payload.size() - at) return {};
-    if (at + n == payload.size()) {
-      if (at == 0) return {};
-      split.before_last = split.last;
-      split.last = at;
-      return split;
-    }
-    if (at > 0) split.before_last = split.last, split.last = at;
+  size_t last = 0;
+  while (at < frames.size()) {
+    const size_t n = ZSTD_findFrameCompressedSize(frames.data() + at, frames.size() - at);
+    if (ZSTD_isError(n) || n == 0 || n > frames.size() - at) return 0;
+    last = at;
     at += n;
   }
+  return last;
 }
 
-// Decompresses `payload` into buf->raw (raw_size bytes). The static tail is byte-identical from
-// window to window while the function table is: when its frame equals the previous record's,
-// its earlier output is copied, not decompressed again (it was most of the reader's zstd time).
-// With `skip_details` the frame before the tail (kRecordFlagDetailFrame) is not decompressed: its
-// bytes are zeroed, so its columns read as empty vectors, which the verifier accepts and the
+// A record's compressed parts: everything before the static tail (body, then the detail frame
+// when the record has one), and the static tail's frame, from the payload or the table region.
+struct Parts {
+  std::span<const uint8_t> front;
+  std::span<const uint8_t> tail;
+};
+
+// The static tail a record names (kRecordFlagTableTail): the first of its two copies in the table
+// region that passes every check. Empty when neither does.
+std::span<const uint8_t> TableTail(std::span<const uint8_t> table, const TableRef& ref) {
+  if (ref.entry > table.size()) return {};
+  const uint64_t copy = AlignRecord(sizeof(TableEntry) + uint64_t{ref.payload_size});
+  for (uint64_t i = 0; i < 2; ++i) {
+    const uint64_t at = ref.entry + i * copy;
+    TableEntry e;
+    if (at > table.size() || !Load(table, at, &e) || e.magic != kTableEntryMagic ||
+        Crc32c(&e, offsetof(TableEntry, header_crc)) != e.header_crc ||
+        e.payload_size != ref.payload_size || e.raw_size != ref.raw_size ||
+        e.payload_size > table.size() - at - sizeof e) {
+      continue;
+    }
+    const auto frame = table.subspan(at + sizeof e, e.payload_size);
+    if (Crc32c(frame.data(), frame.size()) == e.payload_crc) return frame;
+  }
+  return {};
+}
+
+bool SplitPayload(std::span<const uint8_t> payload, const RecordFrame& f,
+                  std::span<const uint8_t> table, Parts* parts) {
+  if ((f.flags & kRecordFlagTableTail) == 0) {
+    const size_t last = LastFrameStart(payload);
+    *parts = {payload.first(last), payload.subspan(last)};
+    return true;
+  }
+  if (payload.size() < kTableRefFrameSize) return false;
+  const auto closing = payload.last(kTableRefFrameSize);
+  uint32_t skippable[2];
+  TableRef ref;
+  std::memcpy(skippable, closing.data(), sizeof skippable);
+  std::memcpy(&ref, closing.data() + sizeof skippable, sizeof ref);
+  if (skippable[0] != kZstdSkippableMagic || skippable[1] != sizeof ref) return false;
+  parts->front = payload.first(payload.size() - kTableRefFrameSize);
+  parts->tail = TableTail(table, ref);
+  return !parts->front.empty() && !parts->tail.empty();
+}
+
+// Decompresses a record's parts into buf->raw (raw_size bytes). The static tail is byte-identical
+// from window to window while the function table is: when its frame equals the previous
+// record's, its earlier output is copied, not decompressed again (it was most of the reader's zstd
+// time). With `skip_details` the front's last frame (kRecordFlagDetailFrame) is not decompressed:
+// its bytes are zeroed, so its columns read as empty vectors, which the verifier accepts and the
 // decoder never looks at.
-bool Decompress(std::span<const uint8_t> payload, size_t raw_size, bool skip_details,
-                ZSTD_DCtx* dctx, RecordBuffer* buf) {
+bool Decompress(const Parts& parts, size_t raw_size, bool skip_details, ZSTD_DCtx* dctx,
+                RecordBuffer* buf) {
   std::vector<uint8_t>& raw = buf->raw;
   raw.resize(raw_size);
-  const FrameSplit split = SplitFrames(payload);
-  const bool skip = skip_details && split.before_last > 0;
-  const std::span<const uint8_t> head = payload.first(skip ? split.before_last : split.last);
-  const std::span<const uint8_t> tail = payload.subspan(split.last);
+  const size_t details_at = skip_details ? LastFrameStart(parts.front) : 0;
+  const std::span<const uint8_t> head =
+      details_at > 0 ? parts.front.first(details_at) : parts.front;
   size_t n = 0;
   if (!head.empty()) {
     n = ZSTD_decompressDCtx(dctx, raw.data(), raw.size(), head.data(), head.size());
     if (ZSTD_isError(n)) return false;
   }
-  if (skip) {
-    const unsigned long long details = ZSTD_getFrameContentSize(payload.data() + split.before_last,
-                                                                split.last - split.before_last);
-    if (details == ZSTD_CONTENTSIZE_UNKNOWN || details == ZSTD_CONTENTSIZE_ERROR ||
-        details > raw.size() - n) {
+  if (details_at > 0) {
+    const auto details = parts.front.subspan(details_at);
+    const unsigned long long size = ZSTD_getFrameContentSize(details.data(), details.size());
+    if (size == ZSTD_CONTENTSIZE_UNKNOWN || size == ZSTD_CONTENTSIZE_ERROR ||
+        size > raw.size() - n) {
       return false;
     }
-    std::memset(raw.data() + n, 0, details);
-    n += details;
+    std::memset(raw.data() + n, 0, size);
+    n += size;
   }
-  if (split.last > 0 &&
+  const std::span<const uint8_t> tail = parts.tail;
+  if (!parts.front.empty() &&
       std::equal(tail.begin(), tail.end(), buf->tail_frame.begin(), buf->tail_frame.end())) {
     if (buf->tail_raw.size() != raw.size() - n) return false;
     std::memcpy(raw.data() + n, buf->tail_raw.data(), buf->tail_raw.size());
@@ -191,7 +226,7 @@ bool Decompress(std::span<const uint8_t> payload, size_t raw_size, bool skip_det
       ZSTD_decompressDCtx(dctx, raw.data() + n, raw.size() - n, tail.data(), tail.size());
   if (ZSTD_isError(m)) return false;
   buf->tail_frame.clear(), buf->tail_raw.clear();
-  if (split.last > 0) {  // a tail worth keeping: there is a body before it
+  if (!parts.front.empty()) {  // a tail worth keeping: there is a body before it
     buf->tail_frame.assign(tail.begin(), tail.end());
     buf->tail_raw.assign(raw.begin() + static_cast<ptrdiff_t>(n),
                          raw.begin() + static_cast<ptrdiff_t>(n + m));
@@ -201,16 +236,18 @@ bool Decompress(std::span<const uint8_t> payload, size_t raw_size, bool skip_det
 }
 
 // The record at `offset`, checked and decompressed into `buf`; empty when it fails a check.
-std::span<const uint8_t> DecodePayload(std::span<const uint8_t> file, uint64_t offset,
+std::span<const uint8_t> DecodePayload(std::span<const uint8_t> file,
+                                       std::span<const uint8_t> table, uint64_t offset,
                                        const RecordFrame& f, bool skip_details, ZSTD_DCtx* dctx,
                                        RecordBuffer* buf) {
   const std::span<const uint8_t> payload = file.subspan(offset + sizeof f, f.payload_size);
+  Parts parts;
   if (Crc32c(payload.data(), payload.size()) != f.payload_crc || f.codec != kCodecZstd ||
-      f.raw_size > kMaxRawRecordSize) {
+      f.raw_size > kMaxRawRecordSize || !SplitPayload(payload, f, table, &parts)) {
     return {};
   }
   const bool skip = skip_details && (f.flags & kRecordFlagDetailFrame) != 0;
-  if (!Decompress(payload, f.raw_size, skip, dctx, buf)) return {};
+  if (!Decompress(parts, f.raw_size, skip, dctx, buf)) return {};
   const std::span<const uint8_t> record(buf->raw);
   flatbuffers::Verifier verifier(record.data(), record.size());
   if (!fb::VerifyWindowSummaryBuffer(verifier)) return {};
@@ -240,6 +277,9 @@ ReadStatus RingReader::Open(std::span<const uint8_t> file, std::string* error) {
   c.data_capacity = h.data_capacity;
   c.stats.truncated = file.size() < h.file_size;
   c.live = ReadLive(file, h);
+  // Format 2's table region lies between the live slot and the records (empty in format 1).
+  const uint64_t table_at = std::min<uint64_t>(h.live_offset + h.live_size, file.size());
+  table_ = file.subspan(table_at, std::min<uint64_t>(h.data_offset, file.size()) - table_at);
   c.stats.live_valid = c.live.has_value();
   frames_ = ScanFrames<FrameRef>(file, h);
   return ReadStatus::kOk;
@@ -250,7 +290,8 @@ bool RingReader::PeekRecord(size_t i, const RecordVisitor& visit) {
   std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
   RecordBuffer buf;
   const FrameRef& r = frames_[i];
-  const auto record = DecodePayload(file_, r.offset, r.frame, skip_details_, dctx.get(), &buf);
+  const auto record =
+      DecodePayload(file_, table_, r.offset, r.frame, skip_details_, dctx.get(), &buf);
   if (record.empty()) return false;
   tail_ = buf.tail();
   if (visit) visit(r.seq, record);
@@ -268,7 +309,8 @@ void RingReader::ForEachRecord(const RecordVisitor& visit, size_t first) {
       ++stats.duplicates;
       continue;
     }
-    const auto record = DecodePayload(file_, r.offset, r.frame, skip_details_, dctx.get(), &buf);
+    const auto record =
+        DecodePayload(file_, table_, r.offset, r.frame, skip_details_, dctx.get(), &buf);
     if (record.empty()) {
       ++stats.records_corrupt;
       continue;

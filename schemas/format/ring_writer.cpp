@@ -76,16 +76,27 @@ bool SetAsidePrevious(int dir_fd, const std::string& name, const std::string& sh
   return ok;
 }
 
+// The records keep at least this much: a file too small for both does without a table.
+constexpr uint64_t kMinDataCapacity = 4096;
+
+uint64_t TableSize(const RingOptions& options) {
+  if (options.table_size >= 0) return AlignRecord(static_cast<uint64_t>(options.table_size));
+  const uint64_t fixed = kHeaderRegionSize + options.live_size + kMinDataCapacity;
+  const uint64_t room = options.file_size > fixed ? options.file_size - fixed : 0;
+  return std::min<uint64_t>({options.file_size / 16, 4u << 20, room}) & ~uint64_t{kRecordAlign - 1};
+}
+
 FileHeader MakeHeader(const Identity& id, const RingOptions& options) {
+  const uint64_t table = TableSize(options);
   FileHeader h;
   std::memset(&h, 0, sizeof h);
   std::memcpy(h.magic, kFileMagic, sizeof h.magic);
   h.format_version = kFormatVersion;
-  h.min_reader_version = kOldestReadableVersion;
+  h.min_reader_version = table > 0 ? kTableReaderVersion : kOldestReadableVersion;
   h.file_size = options.file_size;
   h.live_offset = kHeaderRegionSize;
   h.live_size = options.live_size;
-  h.data_offset = kHeaderRegionSize + options.live_size;
+  h.data_offset = kHeaderRegionSize + options.live_size + table;
   h.data_capacity = options.file_size - h.data_offset;
   h.flags = id.helper_of != 0 ? kFileFlagHelper : 0;
   h.rank_pid = id.helper_of;
@@ -113,7 +124,8 @@ std::unique_ptr<RingWriter> RingWriter::CreateAt(int dir_fd, const std::string& 
   if (holder == nullptr) holder = &holder_ignored;
   *holder = 0;
   if (options.live_size < 1024 || options.live_size % kRecordAlign != 0 ||
-      options.file_size < kHeaderRegionSize + options.live_size + 4096) {
+      options.file_size <
+          kHeaderRegionSize + options.live_size + TableSize(options) + kMinDataCapacity) {
     *error = "ring file size too small";
     return nullptr;
   }
@@ -143,6 +155,8 @@ std::unique_ptr<RingWriter> RingWriter::CreateAt(int dir_fd, const std::string& 
   w->capacity_ = header.data_capacity;
   w->live_offset_ = header.live_offset;
   w->live_half_ = header.live_size / 2;
+  w->table_offset_ = header.live_offset + header.live_size;
+  w->table_size_ = header.data_offset - w->table_offset_;
   w->zstd_level_ = options.zstd_level;
   w->cctx_ = ZSTD_createCCtx();
   return w;
@@ -213,8 +227,15 @@ bool RingWriter::Append(std::span<const uint8_t> flatbuffer, size_t static_tail,
     if (ZSTD_isError(n)) return false;
     tail_compressed_.resize(n);
     tail_raw_.assign(tail.begin(), tail.end());
+    tail_ref_.reset();
+    if (StoreTail(tail.size())) {
+      tail_ref_ =
+          TableRef{table_used_, static_cast<uint32_t>(n), static_cast<uint32_t>(tail.size())};
+      table_used_ += 2 * AlignRecord(sizeof(TableEntry) + n);
+    }
   }
-  const size_t tail_z = tail.empty() ? 0 : tail_compressed_.size();
+  const bool by_ref = !tail.empty() && tail_ref_.has_value();
+  const size_t tail_z = tail.empty() ? 0 : by_ref ? kTableRefFrameSize : tail_compressed_.size();
   const size_t body_bound = ZSTD_compressBound(body.size());
   const size_t detail_bound = detail.empty() ? 0 : ZSTD_compressBound(detail.size());
   frame_.resize(sizeof(RecordFrame) + body_bound + detail_bound + tail_z + kRecordAlign);
@@ -226,7 +247,14 @@ bool RingWriter::Append(std::span<const uint8_t> flatbuffer, size_t static_tail,
     detail_z = Compress(cctx, detail, zstd_level_, payload + body_z, detail_bound);
     if (ZSTD_isError(detail_z)) return false;
   }
-  if (tail_z > 0) std::memcpy(payload + body_z + detail_z, tail_compressed_.data(), tail_z);
+  if (by_ref) {
+    uint8_t* ref = payload + body_z + detail_z;
+    const uint32_t skippable[2] = {kZstdSkippableMagic, sizeof(TableRef)};
+    std::memcpy(ref, skippable, sizeof skippable);
+    std::memcpy(ref + sizeof skippable, &*tail_ref_, sizeof(TableRef));
+  } else if (tail_z > 0) {
+    std::memcpy(payload + body_z + detail_z, tail_compressed_.data(), tail_z);
+  }
   const size_t csize = body_z + detail_z + tail_z;
   const uint64_t frame_size = AlignRecord(sizeof(RecordFrame) + csize);
   if (frame_size > capacity_) return false;
@@ -239,7 +267,8 @@ bool RingWriter::Append(std::span<const uint8_t> flatbuffer, size_t static_tail,
   f.raw_size = static_cast<uint32_t>(flatbuffer.size());
   f.payload_crc = Crc32c(payload, csize);
   f.codec = kCodecZstd;
-  f.flags = detail.empty() ? 0 : kRecordFlagDetailFrame;
+  f.flags = static_cast<uint16_t>((detail.empty() ? 0 : kRecordFlagDetailFrame) |
+                                  (by_ref ? kRecordFlagTableTail : 0));
   f.header_crc = Crc32c(&f, offsetof(RecordFrame, header_crc));
   const uint32_t magic = f.magic;
   f.magic = 0;  // the frame becomes visible only when the magic lands, after everything else
@@ -254,6 +283,31 @@ bool RingWriter::Append(std::span<const uint8_t> flatbuffer, size_t static_tail,
   write_pos_ += frame_size;
   last_record_size_ = frame_size;
   ++next_seq_;
+  return true;
+}
+
+// Two identical copies, each a TableEntry and the frame, magic last: a kill leaves at most an
+// entry no record names yet, and a damaged copy leaves the other.
+bool RingWriter::StoreTail(size_t raw_size) {
+  const size_t n = tail_compressed_.size();
+  const uint64_t copy = AlignRecord(sizeof(TableEntry) + n);
+  if (table_used_ > table_size_ || 2 * copy > table_size_ - table_used_) return false;
+  TableEntry e{};
+  e.payload_size = static_cast<uint32_t>(n);
+  e.raw_size = static_cast<uint32_t>(raw_size);
+  e.payload_crc = Crc32c(tail_compressed_.data(), n);
+  e.magic = kTableEntryMagic;
+  e.header_crc = Crc32c(&e, offsetof(TableEntry, header_crc));
+  const uint32_t magic = e.magic;
+  e.magic = 0;
+  for (int i = 0; i < 2; ++i) {
+    const uint64_t at = table_offset_ + table_used_ + static_cast<uint64_t>(i) * copy;
+    if (!WriteAt(at + sizeof e, tail_compressed_.data(), n) || !WriteAt(at, &e, sizeof e) ||
+        !WriteAt(at, &magic, sizeof magic)) {
+      table_used_ = table_size_;  // never again: the region's state is unknown past here
+      return false;
+    }
+  }
   return true;
 }
 

@@ -14,7 +14,9 @@ iterations, the writer before time-sized windows) and `default` (the library's d
 
 Rate: rank 0's steady windows -- all but the first (start-up) and the last (the exit's partial
 window) -- as they lie on disk (frame, payload, padding: read from the ring file's record frames,
-schemas/FORMAT.md), over the wall time they span. Target (issue 32): <= 5 MB per rank-hour at the
+schemas/FORMAT.md), plus every function table the run stored in the table region (format 2: both
+copies; counted whole although some were written during start-up, so an upper bound), over the
+wall time the steady windows span. Target (issue 32): <= 5 MB per rank-hour at the
 defaults, whatever the step time.
 """
 
@@ -34,6 +36,7 @@ PYTHON = "/usr/bin/python3"
 TORCH_JOB = os.path.join(ROOT, "test", "scenarios", "torch_ddp_job.py")
 SIM_RUN = os.path.join(ROOT, "examples", "sim_train", "run.sh")
 RECORD_MAGIC = 0x31435250  # "PRC1"
+TABLE_ENTRY_MAGIC = 0x31455450  # "PTE1"
 
 
 def torch_job(width, step_s):
@@ -60,9 +63,11 @@ WORKLOADS = {
 
 
 def record_sizes(path):
-    """{seq: bytes on disk} of a ring file's records (one lap: the bench's rings never wrap)."""
+    """({seq: bytes on disk} of a ring file's records (one lap: the bench's rings never wrap),
+    bytes of the table region's entries)."""
     with open(path, "rb") as f:
         data = f.read()
+    live_offset, live_size = struct.unpack_from("<QI", data, 24)
     data_offset, capacity = struct.unpack_from("<QQ", data, 40)
     sizes, at = {}, data_offset
     while at + 32 <= data_offset + capacity:
@@ -72,7 +77,14 @@ def record_sizes(path):
         size = (32 + payload + 7) // 8 * 8
         sizes[seq] = size
         at += size
-    return sizes
+    table, at = 0, live_offset + live_size
+    while at + 24 <= data_offset:
+        magic, payload = struct.unpack_from("<II", data, at)
+        if magic != TABLE_ENTRY_MAGIC:
+            break
+        table += (24 + payload + 7) // 8 * 8
+        at += (24 + payload + 7) // 8 * 8
+    return sizes, table
 
 
 def rate(perftracker, pt_dir):
@@ -86,12 +98,12 @@ def rate(perftracker, pt_dir):
     out = subprocess.run([perftracker, "dump", path], capture_output=True, text=True,
                          check=True).stdout.splitlines()
     windows = [w for w in map(json.loads, out) if w.get("type") == "window"]
-    sizes = record_sizes(path)
+    sizes, table = record_sizes(path)
     steady = windows[1:-1] or windows
     nbytes = sum(sizes[w["seq"]] for w in steady)
     span_s = sum(w["end_mono_ns"] - w["start_mono_ns"] for w in steady) / 1e9
-    return (nbytes / span_s * 3600 / 1e6, nbytes / len(steady), len(steady),
-            span_s / len(steady))
+    return ((nbytes + table) / span_s * 3600 / 1e6, nbytes / len(steady), len(steady),
+            span_s / len(steady), table)
 
 
 def run(build, name, seconds, window_s, scratch):
@@ -130,20 +142,20 @@ def main():
             # Fixed windows need few of them for a rate: a shorter run.
             for label, window_s, seconds in (("fixed", 0, min(args.seconds, 30)),
                                              ("default", None, args.seconds)):
-                mb, per_window, n, window_len, step_ms = run(build, name, seconds, window_s,
-                                                             scratch)
-                rows.append((name, label, step_ms, n, window_len, per_window, mb))
+                mb, per_window, n, window_len, table, step_ms = run(build, name, seconds,
+                                                                    window_s, scratch)
+                rows.append((name, label, step_ms, n, window_len, per_window, table, mb))
                 print(f"{name} {label}: {step_ms:.0f} ms steps, {n} steady windows of "
-                      f"{window_len:.1f} s, {per_window / 1e3:.1f} kB each: {mb:.2f} MB per "
-                      f"rank-hour", flush=True)
+                      f"{window_len:.1f} s, {per_window / 1e3:.1f} kB each, tables "
+                      f"{table / 1e3:.1f} kB: {mb:.2f} MB per rank-hour", flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    print("\n| workload | windows | step | window | bytes per window | MB per rank-hour |")
-    print("| --- | --- | ---: | ---: | ---: | ---: |")
-    for name, label, step_ms, n, window_len, per_window, mb in rows:
+    print("\n| workload | windows | step | window | bytes per window | tables | MB per rank-hour |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    for name, label, step_ms, n, window_len, per_window, table, mb in rows:
         print(f"| {WORKLOADS[name][1]} | {label} | {step_ms:.0f} ms | {window_len:.1f} s | "
-              f"{per_window / 1e3:.1f} kB | {mb:.2f} |")
-    worst = max((r[6] for r in rows if r[1] == "default"), default=0)
+              f"{per_window / 1e3:.1f} kB | {table / 1e3:.1f} kB | {mb:.2f} |")
+    worst = max((r[7] for r in rows if r[1] == "default"), default=0)
     print(f"\ndefaults: at most {worst:.2f} MB per rank-hour, target <= 5")
 
 

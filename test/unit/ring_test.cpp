@@ -1,12 +1,12 @@
-#include <catch2/catch.hpp>
+#include <flatbuffers/flatbuffers.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <random>
-#include <flatbuffers/flatbuffers.h>
 
 #include "schemas/format/crc32c.h"
 #include "schemas/format/ring_layout.h"
@@ -213,22 +213,32 @@ std::string Fixture(const char* name) {
 }
 
 // ring_v1.ptr was written before the detail frame (two zstd frames a record, the detail columns
-// elsewhere in the FlatBuffer); ring_v1_detail_frame.ptr is what writers produce today. Both
-// must read the same forever.
-TEST_CASE("the committed version-1 fixtures still read, and writers still produce the newer",
+// elsewhere in the FlatBuffer); ring_v1_detail_frame.ptr by format-1 writers with it;
+// ring_v2_table.ptr is what writers produce today: the names in the table region. All must read
+// the same forever.
+TEST_CASE("the committed fixtures of every format still read, and writers still produce the newest",
           "[ring]") {
-  const std::string today = Fixture("ring_v1_detail_frame.ptr");
+  const std::string today = Fixture("ring_v2_table.ptr");
   if (std::getenv("PERFTRACKER_UPDATE_FIXTURES")) WriteRing(today, 3, 4096 + 4096 + 16384);
-  for (const std::string& fixture : {Fixture("ring_v1.ptr"), today}) {
+  const std::pair<std::string, uint32_t> fixtures[] = {
+      {Fixture("ring_v1.ptr"), 1}, {Fixture("ring_v1_detail_frame.ptr"), 1}, {today, 2}};
+  for (const auto& [fixture, version] : fixtures) {
     CAPTURE(fixture);
     const ReadBack r = ReadAllFile(fixture);
     REQUIRE(r.status == format::ReadStatus::kOk);
     REQUIRE(r.records.size() == 3);
     for (const auto& [seq, window] : r.records) CHECK(window == SmallWindow(seq));
     CHECK(r.contents.identity.job_id == "job-42");
-    CHECK(r.contents.format_version == 1);
+    CHECK(r.contents.format_version == version);
   }
-  // The reader's view of today's record 0 is the exact FlatBuffer today's encoder writes.
+  // Today's records name their names in the table region, and the reader's view of record 0 is
+  // the exact FlatBuffer today's encoder writes.
+  const std::vector<uint8_t> bytes = Slurp(today);
+  format::FileHeader h;
+  std::memcpy(&h, bytes.data(), sizeof h);
+  format::RecordFrame f;
+  std::memcpy(&f, bytes.data() + h.data_offset, sizeof f);
+  CHECK((f.flags & format::kRecordFlagTableTail) != 0);
   format::WindowEncoder encoder;
   const auto fresh = encoder.Encode(SmallWindow(0));
   CHECK(FirstRecordBytes(today) == std::vector<uint8_t>(fresh.begin(), fresh.end()));
@@ -244,6 +254,7 @@ TEST_CASE("a reader skipping details zeroes exactly the detail frame, and only w
   std::fill(want.end() - static_cast<long>(tail + details), want.end() - static_cast<long>(tail),
             0);
   CHECK(FirstRecordBytes(Fixture("ring_v1_detail_frame.ptr"), true) == want);
+  CHECK(FirstRecordBytes(Fixture("ring_v2_table.ptr"), true) == want);
   // Records written before the flag are read whole whatever the reader asks.
   CHECK(FirstRecordBytes(Fixture("ring_v1.ptr"), true) == FirstRecordBytes(Fixture("ring_v1.ptr")));
   // What was skipped decodes as the slim decode of the whole record: the detail columns empty.
