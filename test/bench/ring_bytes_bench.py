@@ -14,9 +14,9 @@ iterations, the writer before time-sized windows) and `default` (the library's d
 
 Rate: rank 0's steady windows -- all but the first (start-up) and the last (the exit's partial
 window) -- as they lie on disk (frame, payload, padding: read from the ring file's record frames,
-schemas/FORMAT.md), plus every function table the run stored in the table region (format 2: both
-copies; counted whole although some were written during start-up, so an upper bound), over the
-wall time the steady windows span. Target (issue 32): <= 5 MB per rank-hour at the
+schemas/FORMAT.md), over the wall time they span, per hour; plus, once, every function table
+the process stored in the table region (format 2: both copies; a steady job stores its tables
+during start-up and its first windows, and a job whose functions keep changing shows it there). Target (issue 32): <= 5 MB per rank-hour at the
 defaults, whatever the step time.
 """
 
@@ -102,7 +102,7 @@ def rate(perftracker, pt_dir):
     steady = windows[1:-1] or windows
     nbytes = sum(sizes[w["seq"]] for w in steady)
     span_s = sum(w["end_mono_ns"] - w["start_mono_ns"] for w in steady) / 1e9
-    return ((nbytes + table) / span_s * 3600 / 1e6, nbytes / len(steady), len(steady),
+    return ((nbytes / span_s * 3600 + table) / 1e6, nbytes / len(steady), len(steady),
             span_s / len(steady), table)
 
 

@@ -6,6 +6,8 @@
 //   BM_LaunchHooked     the exported cudaLaunchKernel: our hook, then the stub
 //   BM_AllReduceDirect  ncclAllReduce of the stub, through its own address
 //   BM_AllReduceHooked  the exported ncclAllReduce: sequence number, communicator, event pair
+//   BM_Rdtsc            one read of the time-stamp counter (x86-64): the launch hook's target
+//                       (issue 32) is LaunchHooked - LaunchDirect <= this, on the same machine
 // The difference is the hook's cost. PERFTRACKER_SAMPLE_EVERY picks the device sampling rate
 // (the re-exec sets 0 unless given: timing events are a separate, sampled cost);
 // PERFTRACKER_HOST_SAMPLE_EVERY the host timing rate (1: every call timed, the slow path;
@@ -19,6 +21,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 namespace {
 
@@ -36,6 +41,13 @@ void BM_LaunchDirect(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_LaunchDirect);
+
+#if defined(__x86_64__)
+void BM_Rdtsc(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(__rdtsc());
+}
+BENCHMARK(BM_Rdtsc);
+#endif
 
 // Hooked calls in bursts of `burst` that fit the thread's event buffer, with a pause (not timed)
 // in which the writer drains it: a full buffer would measure the cheaper drop path, and a writer
