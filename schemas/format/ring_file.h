@@ -96,6 +96,9 @@ class RingWriter {
   RingWriter() = default;
   bool WriteAt(uint64_t offset, const void* data, size_t size);
   bool RetireTail();
+  // Makes `tail` the current static tail: tail_ref_ set where it is (or was) stored, else
+  // tail_compressed_ its frame. False when compression failed.
+  bool NewTail(std::span<const uint8_t> tail);
   // Stores tail_compressed_ (twice) in the table region; false when it has no room or a write
   // failed, and the records go on carrying the tail themselves.
   bool StoreTail(size_t raw_size);
@@ -118,7 +121,12 @@ class RingWriter {
   uint64_t table_offset_ = 0;             // the table region: [table_offset_, +table_size_)
   uint64_t table_size_ = 0;
   uint64_t table_used_ = 0;
-  std::optional<TableRef> tail_ref_;  // where tail_compressed_ lies in the table region
+  std::optional<TableRef> tail_ref_;  // where tail_raw_ lies in the table region
+  struct StoredTail {
+    uint64_t hash;  // XXH3 of the raw tail
+    TableRef ref;
+  };
+  std::vector<StoredTail> stored_;  // every tail in the table region
 };
 
 // Damage found while reading; reported, never fatal.

@@ -13,6 +13,9 @@
 #include "schemas/format/ring_layout.h"
 #include "schemas/format/version.h"
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 namespace perftracker::format {
 namespace {
 
@@ -220,19 +223,9 @@ bool RingWriter::Append(std::span<const uint8_t> flatbuffer, size_t static_tail,
   const std::span<const uint8_t> body = flatbuffer.first(body_size);
   const std::span<const uint8_t> detail = flatbuffer.subspan(body_size, details);
   const std::span<const uint8_t> tail = flatbuffer.last(static_tail);
-  if (!tail.empty() && !std::equal(tail.begin(), tail.end(), tail_raw_.begin(), tail_raw_.end())) {
-    tail_compressed_.resize(ZSTD_compressBound(tail.size()));
-    const size_t n = Compress(cctx, tail, std::max(zstd_level_, kStaticTailLevel),
-                              tail_compressed_.data(), tail_compressed_.size());
-    if (ZSTD_isError(n)) return false;
-    tail_compressed_.resize(n);
-    tail_raw_.assign(tail.begin(), tail.end());
-    tail_ref_.reset();
-    if (StoreTail(tail.size())) {
-      tail_ref_ =
-          TableRef{table_used_, static_cast<uint32_t>(n), static_cast<uint32_t>(tail.size())};
-      table_used_ += 2 * AlignRecord(sizeof(TableEntry) + n);
-    }
+  if (!tail.empty() && !std::equal(tail.begin(), tail.end(), tail_raw_.begin(), tail_raw_.end()) &&
+      !NewTail(tail)) {
+    return false;
   }
   const bool by_ref = !tail.empty() && tail_ref_.has_value();
   const size_t tail_z = tail.empty() ? 0 : by_ref ? kTableRefFrameSize : tail_compressed_.size();
@@ -283,6 +276,39 @@ bool RingWriter::Append(std::span<const uint8_t> flatbuffer, size_t static_tail,
   write_pos_ += frame_size;
   last_record_size_ = frame_size;
   ++next_seq_;
+  return true;
+}
+
+// A function table that is not the previous record's: one stored before (windows with and without
+// a periodic checkpoint's functions alternate between two tables) is named again; another is
+// compressed, and stored when the table region has room. Known by XXH3 and size: a collision
+// among a process's few tables (~n^2 / 2^65) is not a risk worth their bytes in memory.
+bool RingWriter::NewTail(std::span<const uint8_t> tail) {
+  const uint64_t hash = XXH3_64bits(tail.data(), tail.size());
+  tail_raw_.assign(tail.begin(), tail.end());
+  tail_compressed_.clear();
+  tail_ref_.reset();
+  for (const StoredTail& t : stored_) {
+    if (t.hash == hash && t.ref.raw_size == tail.size()) {
+      tail_ref_ = t.ref;
+      return true;
+    }
+  }
+  auto* cctx = static_cast<ZSTD_CCtx*>(cctx_);
+  tail_compressed_.resize(ZSTD_compressBound(tail.size()));
+  const size_t n = Compress(cctx, tail, std::max(zstd_level_, kStaticTailLevel),
+                            tail_compressed_.data(), tail_compressed_.size());
+  if (ZSTD_isError(n)) {
+    tail_raw_.clear();
+    return false;
+  }
+  tail_compressed_.resize(n);
+  const TableRef ref{table_used_, static_cast<uint32_t>(n), static_cast<uint32_t>(tail.size())};
+  if (StoreTail(tail.size())) {
+    tail_ref_ = ref;
+    stored_.push_back({hash, ref});
+    table_used_ += 2 * AlignRecord(sizeof(TableEntry) + n);
+  }
   return true;
 }
 

@@ -110,6 +110,17 @@ TEST_CASE("each new function table gets its entry; a full region has records car
   }
 }
 
+TEST_CASE("a function table that comes back is named again, not stored again", "[ring]") {
+  TempDir dir;
+  // Windows with and without a periodic job's functions: two tables, alternating.
+  const auto alternating = [](uint64_t seq) { return seq % 2 == 0 ? 40 : 90; };
+  const Written w = Write(dir, -1, 9, alternating);
+  CHECK(Entries(w.bytes).size() == 2 * 2);
+  const ReadBack r = ReadAll(w.bytes);
+  REQUIRE(r.records.size() == 9);
+  for (const auto& [seq, window] : r.records) CHECK(window == SmallWindow(seq, alternating(seq)));
+}
+
 TEST_CASE("one damaged copy of a table entry costs nothing; both cost only their records",
           "[ring][damage]") {
   TempDir dir;
