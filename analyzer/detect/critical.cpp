@@ -113,15 +113,19 @@ std::vector<Finding> DetectCriticalPath(const Frame& f) {
     for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {
       std::vector<std::pair<size_t, std::vector<double>>> subs;  // member, subtree ns/iter
       std::vector<double> iters;
+      size_t ran = 0;
       for (const size_t m : g.members) {
         const Slot* s = SlotAt(f, m, k);
         if (s == nullptr) continue;
+        ++ran;
         std::vector<double> sub = SubtreeCritical(f, *s, parent);
         if (sub.empty()) continue;
         subs.push_back({m, std::move(sub)});
         iters.push_back(s->MeanIterationNs());
       }
-      if (subs.empty()) continue;
+      // What the group shares is its median rank's: where most of its ranks have no timeline,
+      // the few that do are no median (one straggler's own time would pass for everyone's).
+      if (subs.empty() || subs.size() * 2 <= ran) continue;
       ++present;
       const double iter = Median(iters);
       if (iter <= 0) continue;

@@ -363,14 +363,21 @@ void FoldWindow(const format::Window& w, Catalog* catalog, RankData* rank, FoldS
   ++slot->windows;
   slot->detailed_windows += w.detailed;
   // On a rank that drives a device, critical time means something only where the collector
-  // built the device's timeline: a window with device work but no idle time at all had none (a
-  // library before 2026-11-27 fed it from the training thread's launches alone, and on a real
-  // GPU autograd launches backward from its own threads), and its host time is then no more
-  // critical than it is host time.
+  // built the device's timeline. A library before 2026-11-27 fed it from the training thread's
+  // launches alone (on a real GPU autograd launches backward from its own threads) and wrote no
+  // idle time at all, start-up included; its host time is then no more critical than it is host
+  // time. A window whose device never idled is settled once the file is read (SettleTimeline).
   const bool device = HasDeviceWork(w);
   const bool timeline = w.critical_path && (!device || w.device_idle_ns > 0);
   slot->critical_windows += timeline;
   slot->device_windows += timeline && device;
+  if (w.critical_path && device) {
+    if (w.device_idle_ns > 0) {
+      scratch->device_idled = true;
+    } else {
+      scratch->busy_windows.push_back(w.iter_begin);
+    }
+  }
   if (w.thread_cpu_ns != 0 || w.run_delay_ns != 0) {
     ++slot->sched_windows;
     slot->run_delay_ns += static_cast<double>(w.run_delay_ns);
@@ -394,6 +401,20 @@ void FoldWindow(const format::Window& w, Catalog* catalog, RankData* rank, FoldS
   rank->AddSignals(w);
   ++rank->windows;
   while (rank->slots.size() > kMaxSlots) Rekey(rank, rank->shift + 1);
+}
+
+// A device that idled somewhere in the file had its timeline built: a window where it never
+// idled is one where it was busy throughout (a straggler's peers wait inside the collective's
+// kernels all step long), and the host's time there was rightly not critical. Where it never
+// idled anywhere, not even at start-up, the collector built no timeline.
+void SettleTimeline(const FoldScratch& scratch, RankData* rank) {
+  if (!scratch.device_idled) return;
+  for (const uint64_t iter_begin : scratch.busy_windows) {
+    if (Slot* s = rank->FindSlot(iter_begin >> rank->shift)) {
+      ++s->critical_windows;
+      ++s->device_windows;
+    }
+  }
 }
 
 void Align(Dataset* dataset) {

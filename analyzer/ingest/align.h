@@ -21,11 +21,19 @@ struct FoldScratch {
   std::vector<uint32_t> fn_index;
   std::vector<std::tuple<uint64_t, format::CollectiveOp, int32_t, uint64_t, std::string>> colls;
   std::vector<uint32_t> coll_index;
+  // Windows whose device was never idle (their iter_begin), and whether any window of the file
+  // saw it idle: SettleTimeline decides from the whole file what those windows' zero means.
+  std::vector<uint64_t> busy_windows;
+  bool device_idled = false;
 };
 
 // Folds one decoded window into a rank's slots.
 void FoldWindow(const format::Window& window, Catalog* catalog, RankData* rank,
                 FoldScratch* scratch);
+
+// Once a file's windows are folded: its windows with a device that never idled carry critical
+// time where the collector built a device timeline (the file saw its device idle elsewhere).
+void SettleTimeline(const FoldScratch& scratch, RankData* rank);
 
 // Brings every rank to the widest slot width and fills dataset->slot_keys.
 void Align(Dataset* dataset);

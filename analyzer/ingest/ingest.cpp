@@ -146,6 +146,7 @@ void ReadRankFile(const std::string& path, const WindowSelection& selection,
       Selected(selection, window, since_from)) {
     FoldWindow(window, &out->catalog, &r, &scratch);
   }
+  SettleTimeline(scratch, &r);
   // Up to half the live slot per rank, of no further use: thousands of ranks must not keep it.
   if (r.live) std::vector<uint8_t>().swap(r.live->open_window);
   r.stats = reader.contents().stats;

@@ -242,6 +242,63 @@ TEST_CASE("a late rank's host excess is charged what its peers were measured to 
 
 namespace {
 
+constexpr char kWorker[] = "/home/user/train.py:40:DeviceWorker.run";
+
+// From the second window on, rank 0's worker thread takes 30 ms of each 500 ms step (its peers'
+// 1 ms), 10 ms of it while its device had nothing queued; its peers wait for rank 0 inside the
+// collectives' kernels, so their devices never idle after the first window. With
+// `peers_idle_once` false they never idle at all: the files of a collector that built no device
+// timeline.
+Json AnalyzeBusyPeers(bool peers_idle_once) {
+  JobSpec spec = EightWindows();
+  spec.edit = [&](int rank, format::Window* w) {
+    const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
+    w->critical_path = true;
+    const bool idles = rank == 0 || (peers_idle_once && w->window_seq == 0);
+    w->device_idle_ns = idles ? 1'000'000 * n : 0;
+    const bool slow = rank == 0 && w->window_seq > 0;
+    format::FunctionPattern f = PythonFunction(kWorker, n, slow ? 30'000'000 : 1'000'000);
+    f.critical_ns = slow ? 10'000'000 * n : 0;
+    w->functions.push_back(f);
+    REQUIRE(format::FillFunctionIds(&w->functions));
+  };
+  return AnalyzeJob(spec, {"--min-score", "0"});
+}
+
+}  // namespace
+
+TEST_CASE("peers whose devices never idle while they wait for a straggler keep their timeline",
+          "[analyzer][critical]") {
+  // Their host time was rightly never critical: rank 0 is charged its own critical excess.
+  const Json busy = AnalyzeBusyPeers(true);
+  INFO(busy["candidates"].dump(2));
+  const Json* c = Find(busy["candidates"], kWorker);
+  REQUIRE(c != nullptr);
+  CHECK((*c)["rank_set"] == Json::array({0}));
+  const Json& path = (*c)["evidence"]["host_critical_path"];
+  CHECK(path["peers_s_per_iter"].get<double>() == 0);
+  CHECK(path["reached_s_per_iter"].get<double>() == Approx(0.010).epsilon(0.05));
+  CHECK((*c)["impact_s_per_iter"].get<double>() == Approx(0.010).epsilon(0.05));
+  // Nor is rank 0's critical time what the group shares: the median rank's is nil.
+  for (const Json& x : busy["candidates"]) {
+    CHECK_FALSE((x["function"] == kWorker && x["evidence"]["source"] == "expected_range"));
+  }
+  // No device of the peers ever idled: no timeline there, and rank 0's host time is judged as
+  // host time.
+  const Json unknown = AnalyzeBusyPeers(false);
+  INFO(unknown["candidates"].dump(2));
+  const Json* u = Find(unknown["candidates"], kWorker);
+  REQUIRE(u != nullptr);
+  CHECK_FALSE(u->at("evidence").contains("host_critical_path"));
+  CHECK((*u)["impact_s_per_iter"].get<double>() == Approx(0.029).epsilon(0.05));
+  // Rank 0 alone has a timeline: the median of one rank of eight is no group's.
+  for (const Json& x : unknown["candidates"]) {
+    CHECK_FALSE((x["function"] == kWorker && x["evidence"]["source"] == "expected_range"));
+  }
+}
+
+namespace {
+
 constexpr char kLoader[] = "torch/utils/data/dataloader.py:736:_BaseDataLoaderIter.__next__";
 
 // Every rank's data loader takes `loader_ms` of its 500 ms step; of it, `critical_share` ran
