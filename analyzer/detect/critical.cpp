@@ -103,10 +103,13 @@ std::vector<Finding> DetectCriticalPath(const Frame& f) {
   const double bound = f.th.blocking_expected;
   for (size_t gi = 0; gi < f.groups->size(); ++gi) {
     const PeerGroup& g = (*f.groups)[gi];
+    // Per slot above the range: the median rank's critical ns and share, and the step. Judged by
+    // their medians over the slots: the start-up slot is no measure of the steady state.
     struct Acc {
       int seen = 0;
-      double value = 0, iteration = 0, share = 0;
+      std::vector<double> values, iterations, shares;
       std::vector<int> ranks;
+      double Share() const { return MedianOf(shares); }
     };
     std::vector<Acc> acc(fns.size());
     int present = 0;
@@ -139,7 +142,7 @@ std::vector<Finding> DetectCriticalPath(const Frame& f) {
         if (med / iter <= bound) continue;
         Acc& a = acc[fn];
         ++a.seen;
-        a.value += med, a.iteration += iter, a.share += med / iter;
+        a.values.push_back(med), a.iterations.push_back(iter), a.shares.push_back(med / iter);
         for (const auto& [m, sub] : subs) {
           if (fn < sub.size() && sub[fn] / iter > bound) a.ranks.push_back(f.ds->ranks[m].rank());
         }
@@ -153,11 +156,11 @@ std::vector<Finding> DetectCriticalPath(const Frame& f) {
     std::vector<double> callees(fns.size(), 0);
     for (size_t fn = 0; fn < fns.size(); ++fn) {
       if (flagged[fn] && parent[fn] >= 0) {
-        callees[static_cast<size_t>(parent[fn])] += acc[fn].share / acc[fn].seen;
+        callees[static_cast<size_t>(parent[fn])] += acc[fn].Share();
       }
     }
     for (size_t fn = 0; fn < fns.size(); ++fn) {
-      if (!flagged[fn] || callees[fn] >= kExplains * acc[fn].share / acc[fn].seen) continue;
+      if (!flagged[fn] || callees[fn] >= kExplains * acc[fn].Share()) continue;
       // A library frame at the user's depth: the first user frame above that it explains.
       int32_t named = static_cast<int32_t>(fn);
       for (int32_t a = parent[fn], depth = 0;
@@ -166,7 +169,7 @@ std::vector<Finding> DetectCriticalPath(const Frame& f) {
         if (fns[static_cast<size_t>(a)].kind != FunctionKind::kPython || IsLoopFrame(f, a)) break;
         if (UserCode(fns[static_cast<size_t>(a)].name)) {
           const Acc& up = acc[static_cast<size_t>(a)];
-          if (up.seen > 0 && acc[fn].share / acc[fn].seen >= kExplains * up.share / up.seen) {
+          if (up.seen > 0 && acc[fn].Share() >= kExplains * up.Share()) {
             named = a;
           }
           break;
@@ -177,11 +180,11 @@ std::vector<Finding> DetectCriticalPath(const Frame& f) {
       x.source = Source::kExpectedRange;
       x.group = static_cast<int>(gi);
       x.function = named;
-      const double n = a.seen;
-      x.value_ns = a.value / n;
-      x.iteration_ns = a.iteration / n;
+      const double share = a.Share();
+      x.value_ns = MedianOf(a.values);
+      x.iteration_ns = MedianOf(a.iterations);
       x.peer_median_ns = bound * x.iteration_ns;
-      x.deviation = a.share / n - bound;
+      x.deviation = share - bound;
       x.excess_ns = x.value_ns - x.peer_median_ns;
       x.windows_seen = a.seen;
       x.windows_total = present;
@@ -189,7 +192,7 @@ std::vector<Finding> DetectCriticalPath(const Frame& f) {
       std::sort(x.ranks.begin(), x.ranks.end());
       x.ranks.erase(std::unique(x.ranks.begin(), x.ranks.end()), x.ranks.end());
       x.extra["metric"] = "critical_path";
-      x.extra["beta"] = a.share / n;
+      x.extra["beta"] = share;
       x.extra["expected_max_beta"] = bound;
       if (named != static_cast<int32_t>(fn)) x.extra["flagged_frame"] = fns[fn].name;
       out.push_back(std::move(x));

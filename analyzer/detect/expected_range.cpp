@@ -75,6 +75,7 @@ std::vector<Finding> DetectExpectedRange(const Frame& f) {
       subtree = Inclusive(kind) ? SubtreeOf(f, parent, fn) : std::vector<size_t>{};
       Finding x;
       int present = 0;
+      std::vector<double> values, iters;  // of the slots above the range
       for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {
         vals.clear();
         for (const size_t m : g.members) {
@@ -92,17 +93,19 @@ std::vector<Finding> DetectExpectedRange(const Frame& f) {
         if (iter <= 0 || med / iter <= bound) continue;
         if (kind == FunctionKind::kSync && !SyncOnEveryIteration(f, g, k, fn)) continue;
         ++x.windows_seen;
-        x.value_ns += med, x.iteration_ns += iter, x.peer_median_ns += bound * iter;
+        values.push_back(med), iters.push_back(iter);
         for (const auto& [m, value] : vals) {
           if (value / iter > bound) x.ranks.push_back(f.ds->ranks[m].rank());
         }
       }
       if (x.windows_seen == 0 || x.windows_seen < NeededWindows(present)) continue;
-      const double n = x.windows_seen;
       x.source = Source::kExpectedRange;
       x.group = static_cast<int>(gi);
       x.function = static_cast<int32_t>(fn);
-      x.value_ns /= n, x.iteration_ns /= n, x.peer_median_ns /= n;
+      // Medians over the slots: the start-up slot (workers spawned, first batches, a first
+      // collective's set-up) is no measure of the steady state's cost, and a mean lets it set it.
+      x.value_ns = Median(values), x.iteration_ns = Median(iters);
+      x.peer_median_ns = bound * x.iteration_ns;
       x.deviation = (x.value_ns - x.peer_median_ns) / x.iteration_ns;
       x.excess_ns = x.value_ns - x.peer_median_ns;
       x.windows_total = present;

@@ -186,6 +186,10 @@ void Parts(const Json& e, std::ostream& out) {
     out << "</table>\n";
   }
   if (!e.contains("helpers")) return;
+  if (e.contains("waits_in")) {
+    out << "<p>The rank waits for its helper processes in "
+        << Code(e.value("waits_in", std::string())) << ".</p>\n";
+  }
   for (const Json& r : e["helpers"].value("ranks", Json::array())) {
     if (!r.contains("busiest") || r["busiest"].empty()) continue;
     const Json& b = r["busiest"][0];

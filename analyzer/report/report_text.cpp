@@ -144,6 +144,10 @@ void WritePathAndParts(const Json& e, std::ostream& out) {
             FormatNumber("job ~%.0f%% faster without this", e["what_if"].value("faster_pct", 0.0));
   }
   if (!line.empty()) out << "      " << line << "\n";
+  if (e.contains("waits_in")) {
+    out << "      the rank waits for its helpers in: "
+        << Clean(Short(e.value("waits_in", std::string())), 80) << "\n";
+  }
   if (e.contains("call_path") && e["call_path"].size() > 1) {
     std::string path;
     const size_t n = e["call_path"].size(), from = n > 3 ? n - 3 : 0;

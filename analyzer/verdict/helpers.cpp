@@ -2,8 +2,11 @@
 // not ranks: they record into files of their own and are kept out of the peer comparison. A
 // data-loader verdict is where they explain something: the rank waits for its loader, and its
 // workers show what took the time. The functions its helpers spent most on beyond what the
-// peers' helpers spent on the same functions become the candidate's evidence.
+// peers' helpers spent on the same functions become the candidate's evidence (a verdict on
+// every rank with helpers has no peers to measure them by, and gets none), and where they hold
+// the time the rank lost, the verdict's function.
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <tuple>
 
@@ -36,6 +39,39 @@ std::map<int, HelperTime> TimeByRank(const Dataset& ds) {
   return out;
 }
 
+// Iterations the candidate was flagged in (its evidence's spans), 0 when it has none.
+double FlaggedIterations(const Json& evidence) {
+  double n = 0;
+  for (const Json& span : evidence.value("iterations", Json::array())) {
+    if (span.is_array() && span.size() == 2) {
+      n += span[1].get<double>() - span[0].get<double>();
+    }
+  }
+  return n;
+}
+
+// The verdict names what the workers spent the time on (a dataset's __getitem__, a collate
+// function) where every culprit rank's helpers agree on it and it holds at least half the time
+// the rank lost: the rank's own frame (the loader's __next__) only waits for it, and stays in
+// the evidence as where the rank waits.
+void NameWorkersFunction(const Json& ranks, Candidate* c) {
+  std::string top;
+  double least_s = std::numeric_limits<double>::infinity();
+  for (const Json& r : ranks) {
+    if (r["busiest"].empty()) return;
+    const Json& b = r["busiest"][0];
+    const std::string fn = b.value("function", std::string());
+    if (!top.empty() && fn != top) return;
+    top = fn;
+    const double beyond = b.value("self_s", 0.0) - b.value("peer_median_s", 0.0);
+    least_s = std::min(least_s, beyond);
+  }
+  const double lost_s = c->impact_s_per_iter * FlaggedIterations(c->evidence);
+  if (top.empty() || lost_s <= 0 || least_s < 0.5 * lost_s) return;
+  c->evidence["waits_in"] = c->function;
+  c->function = top;
+}
+
 }  // namespace
 
 void AttachHelperEvidence(const Dataset& ds, std::vector<Candidate>* candidates) {
@@ -51,6 +87,9 @@ void AttachHelperEvidence(const Dataset& ds, std::vector<Candidate>* candidates)
     for (const auto& [r, t] : by_rank) {
       if (!culprit(r)) peers.push_back(&t);
     }
+    // Without peers' helpers there is nothing to tell work from an idle loop: a resource
+    // tracker blocked on its pipe all run long would read as the busiest helper of every rank.
+    if (peers.empty()) continue;
     // A peer's helpers, for one function: what the culprit's are compared with. Idle loops
     // (a worker waiting for indices, a resource tracker) cost every rank's helpers alike; what
     // a culprit's helpers spend beyond their peers' is what made it wait.
@@ -87,6 +126,7 @@ void AttachHelperEvidence(const Dataset& ds, std::vector<Candidate>* candidates)
     }
     if (ranks.empty()) continue;
     c.evidence["helpers"] = {{"ranks", ranks}, {"peers_with_helpers", peers.size()}};
+    NameWorkersFunction(ranks, &c);
   }
 }
 

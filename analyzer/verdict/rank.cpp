@@ -210,16 +210,37 @@ void ApplyArrival(const std::vector<Finding>& findings, std::vector<Candidate>* 
   }
 }
 
+// The most the stragglers' own work was measured to exceed their peers' by, per iteration (a
+// slower GPU, a longer step of theirs), among the candidates on stragglers alone.
+double StragglersOwnExcess(const Candidate& c, const std::set<int>& stragglers,
+                           const std::vector<Candidate>& cands) {
+  double most = 0;
+  for (const Candidate& o : cands) {
+    if (&o == &c || o.group != c.group || o.source != Source::kDifferential || Waits(o.kind) ||
+        o.score <= 0 || o.rank_set.empty()) {
+      continue;
+    }
+    const bool theirs = std::all_of(o.rank_set.begin(), o.rank_set.end(),
+                                    [&](int r) { return stragglers.count(r) > 0; });
+    if (theirs) most = std::max(most, o.impact_s_per_iter);
+  }
+  return most;
+}
+
 // Whether a trend of the whole group is the stragglers' delay passed on: the group's waiting
-// grew (syncs, collectives: the stragglers' own host waits for their slow device too), or the
-// function grew on the others and not on the stragglers (a CPU job's backward, inside which
-// DDP waits for the rank that is late).
-bool PassedOn(const Frame& f, const Candidate& c, const std::set<int>& stragglers) {
+// grew (syncs, collectives: the stragglers' own host waits for their slow device too); the
+// stragglers' own excess is as large as the growth (every rank's waiting in a thread of its own
+// grows with it, the stragglers' included: in a device thread that waits for its own slow GPU,
+// the peers' for the collective); or the function grew on the others and not on the stragglers
+// (a CPU job's backward, inside which DDP waits for the rank that is late).
+bool PassedOn(const Frame& f, const Candidate& c, const std::set<int>& stragglers,
+              const std::vector<Candidate>& cands) {
   const PeerGroup& g = (*f.groups)[static_cast<size_t>(c.group)];
   if (c.source != Source::kTemporal || stragglers.size() >= g.members.size()) return false;
   if (Waits(c.kind)) return true;
   const double growth = c.evidence.value("value", 0.0) - c.evidence.value("peer_median", 0.0);
   if (growth <= 0) return false;
+  if (StragglersOwnExcess(c, stragglers, cands) >= 0.5 * growth) return true;
   for (const size_t m : g.members) {
     if (stragglers.count(f.ds->ranks[m].rank()) == 0) continue;
     if (RankChange(f, m, c.catalog_function, c.aggregate) * 1e-9 >= 0.5 * growth) return false;
@@ -238,7 +259,7 @@ void DemoteVictims(const Frame& f, const std::vector<Finding>& findings,
     const bool on_straggler = std::any_of(c.rank_set.begin(), c.rank_set.end(),
                                           [&](int r) { return it->second.count(r) > 0; });
     const bool waits = Waits(c.kind) || c.source == Source::kTemporal;
-    if ((!on_straggler && waits) || PassedOn(f, c, it->second)) {
+    if ((!on_straggler && waits) || PassedOn(f, c, it->second, *cands)) {
       c.score *= 0.1;
       c.evidence["likely_victim_of"] = std::vector<int>(it->second.begin(), it->second.end());
     }

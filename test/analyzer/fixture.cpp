@@ -63,6 +63,27 @@ std::vector<std::string> WriteJob(const std::string& dir, const JobSpec& spec) {
     if (spec.edit_live) spec.edit_live(r, &live);
     writer->WriteLive(format::EncodeLiveState(live, builder));
     paths.push_back(path);
+    for (int h = 0; h < spec.helpers; ++h) {
+      format::Identity helper = id;
+      helper.pid = 100'000 + r * 100 + h;
+      helper.helper_of = id.pid;
+      const std::string helper_path = dir + "/" + spec.job + "/" + host + "/rank-" +
+                                      std::to_string(r) + ".helper-" +
+                                      std::to_string(helper.pid) + ".ptr";
+      auto hw = format::RingWriter::Create(helper_path, helper, options, &error);
+      if (!hw) throw std::runtime_error(error);
+      for (int w = 0; w < spec.windows; ++w) {
+        format::Window window =
+            synthetic::MakeWindow(shape, r, spec.ranks, static_cast<uint64_t>(w));
+        window.functions.clear();
+        window.collectives.clear();
+        if (spec.edit_helper) spec.edit_helper(r, h, &window);
+        const auto encoded = encoder.Encode(window);
+        if (!hw->Append(encoded, encoder.static_tail_size(), encoder.detail_size())) {
+          throw std::runtime_error("append failed: " + helper_path);
+        }
+      }
+    }
   }
   return paths;
 }

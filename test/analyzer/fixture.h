@@ -27,6 +27,10 @@ struct JobSpec {
   std::function<bool(int, int)> keep;
   // Edits each rank's live slot before it is written (rank).
   std::function<void(int, format::LiveState*)> edit_live;
+  // Helper processes per rank (files rank-<r>.helper-<pid>.ptr), and what each helper's window
+  // holds (rank, helper, window): the rank's window with no functions until edited.
+  int helpers = 0;
+  std::function<void(int, int, format::Window*)> edit_helper;
 };
 
 // Small, fast defaults: 200 functions, 20 collectives, 8 iterations per window.

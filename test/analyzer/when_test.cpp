@@ -136,4 +136,47 @@ TEST_CASE("the link peak option wants one or two positive numbers", "[analyzer][
   }
 }
 
+TEST_CASE("a group-wide trend that a straggler's own excess explains is its delay passed on",
+          "[analyzer][when]") {
+  // Rank 3's GPU slows from window 5 of 9 on. Every rank's device thread (a Python frame of its own,
+  // as a framework's engine thread may be) waits that much longer from then on: the peers' for
+  // the collectives, rank 3's for its own slow GPU. The group's Python time grows on every rank,
+  // the straggler's too, by what the straggler's GPU lost.
+  JobSpec spec = SlowGpu(3, 5);
+  spec.windows = 9;
+  double excess_ms = 0;
+  {
+    const Json plain = AnalyzeJob(spec);
+    REQUIRE_FALSE(plain["candidates"].empty());
+    excess_ms = plain["candidates"][0]["impact_s_per_iter"].get<double>() * 1e3;
+  }
+  REQUIRE(excess_ms > 1);
+  spec.edit = [&](int, format::Window* w) {
+    const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
+    format::FunctionPattern f;
+    f.kind = format::FunctionKind::kPython;
+    f.name = "/home/user/engine.py:31:DeviceThread._serve";
+    f.count = n;
+    const double each_ms = w->window_seq >= 5 ? 1 + excess_ms : 1;
+    f.self_ns = f.total_ns = static_cast<uint64_t>(each_ms * 1e6) * n;
+    f.min_ns = f.max_ns = f.self_ns / n;
+    w->functions.push_back(f);
+    REQUIRE(format::FillFunctionIds(&w->functions));
+  };
+  const Json j = AnalyzeJob(spec, {"--min-score", "0"});
+  INFO(j["candidates"].dump(2));
+  REQUIRE_FALSE(j["candidates"].empty());
+  const Json& top = j["candidates"][0];
+  CHECK(top["category"] == "gpu_compute");
+  CHECK(top["rank_set"] == Json::array({3}));
+  bool trend_seen = false;
+  for (const Json& c : j["candidates"]) {
+    if (c["evidence"]["source"] != "temporal" || c["kind"] != "python") continue;
+    trend_seen = true;
+    CHECK(c["evidence"].contains("likely_victim_of"));
+    CHECK(c["score"].get<double>() < 0.2 * top["score"].get<double>());
+  }
+  CHECK(trend_seen);
+}
+
 }  // namespace perftracker::testing

@@ -180,15 +180,14 @@ SCENARIOS = [
              "torch_ddp", 4, ["--slow-loader-rank", "2", "--slow-loader-ms", "60"], {},
              Expect("dataloader", [2], r"collate|DataLoader|dataloader"), ci=True),
     # The loading runs in spawned workers (helper processes with files of their own): the rank
-    # waits for them, and the verdict's evidence names what its workers spent the time on.
+    # waits for them, and the verdict names what its workers spent the time on.
     Scenario("torch_slow_loader_workers",
              "real torch DDP (CPU, gloo): slow data loader in rank 2's 2 spawned workers",
              "torch_ddp", 4, ["--slow-loader-rank", "2", "--slow-loader-ms", "150",
                               "--loader-workers", "2", "--steps", "120"], {},
-             # The rank waits deep in a selector: the verdict names the loader, and the helpers'
-             # evidence the slow collation.
-             Expect("dataloader", [2], r"_BaseDataLoaderIter\.__next__",
-                    helpers=r"SlowCollate\.__call__")),
+             # The rank waits deep in a selector, in the loader's __next__ (the evidence's
+             # waits_in); its workers' slow collation is the verdict.
+             Expect("dataloader", [2], r"SlowCollate\.__call__", helpers=r"SlowCollate\.__call__")),
     # The same with workers started by fork, Linux's default: they record from the interpreter's
     # after-fork hook and flush at the os._exit they end with.
     Scenario("torch_slow_loader_fork_workers",
@@ -196,8 +195,7 @@ SCENARIOS = [
              "torch_ddp", 4, ["--slow-loader-rank", "2", "--slow-loader-ms", "150",
                               "--loader-workers", "2", "--loader-start", "fork", "--steps", "120"],
              {},
-             Expect("dataloader", [2], r"_BaseDataLoaderIter\.__next__",
-                    helpers=r"SlowCollate\.__call__")),
+             Expect("dataloader", [2], r"SlowCollate\.__call__", helpers=r"SlowCollate\.__call__")),
     # CPU training: the framework's own frames are the device; a user routine of ~10% of the
     # step on every rank is host overhead above the expected range.
     Scenario("torch_routine_all", "real torch DDP (CPU, gloo): a slow per-step routine on every rank",
