@@ -1,14 +1,15 @@
 // perftracker diff BASE_DIR CUR_DIR [--threshold PCT] [--json PATH|-]: per-function, per-collective
 // and step-time regressions of CUR against BASE, for CI.
 //
-// Each metric is a distribution: one value per rank and slot (per rank for collectives). A
-// metric regressed when its median grew by more than the threshold AND by more than the noise of
-// the two runs (3 x the larger robust spread over the square root of the sample count, at least
-// 1% of the base; for functions and the step also the spread of the slots' medians over the
-// square root of the slot count: a loaded host slows every rank of a slot at once, so ranks are
-// not independent samples of a run), AND by at least 0.5% of the base step time (functions that
-// cost nothing do not fail builds). Functions are joined by their stable id, collectives by (op, bytes, communicator
-// size, point-to-point or not): communicator ids differ between runs.
+// Each metric is a distribution: one value per rank and slot. A metric regressed when its median
+// grew by more than the threshold AND by more than the noise of the two runs (3 x the larger
+// robust spread over the square root of the sample count, at least 1% of the base; also the
+// spread of the slots' medians over the square root of the slot count: a loaded host slows every
+// rank of a slot at once, so ranks are not independent samples of a run), AND by at least 0.5% of
+// the base step time (functions and collectives that cost the step nothing do not fail builds; a
+// collective's per-call change counts times its calls a step). Functions are joined by their
+// stable id, collectives by (op, bytes, communicator size, point-to-point or not): communicator
+// ids differ between runs.
 // Beside them, the causes: the analysis `analyze` runs, on both runs, and the candidates that are
 // new or grew in CUR (diff_causes.h), printed first. They explain regressions and never change
 // the exit status: 1 on a regression, 0 otherwise, 2 on usage or unreadable input.
@@ -33,7 +34,8 @@ namespace {
 struct Metric {
   std::string name, kind;
   std::vector<double> values;  // ns per iteration (per call for collectives)
-  std::map<uint64_t, std::vector<double>> by_slot;  // the same values by slot key (not collectives)
+  std::map<uint64_t, std::vector<double>> by_slot;  // the same values by slot key
+  std::vector<double> calls;  // collectives: calls per iteration, per rank and slot
 
   void Add(uint64_t slot, double v) {
     values.push_back(v);
@@ -70,11 +72,18 @@ void AddFunctions(const Dataset& ds, const RankData& r, Profile* p) {
   }
 }
 
+// One value per (rank, slot), as for functions: a collective takes the same time on every rank
+// of its communicator (they finish together), so the ranks alone show no noise at all, while a
+// loaded host moves it from slot to slot.
 void AddCollectives(const Dataset& ds, const RankData& r, Profile* p) {
   const auto& cs = ds.catalog.collectives();
-  std::map<std::string, std::pair<double, double>> sums;  // key -> device ns, samples
-  std::map<std::string, std::string> names;
+  struct Sum {
+    double device_ns = 0, samples = 0, calls = 0;
+    std::string name;
+  };
   for (const Slot& s : r.slots) {
+    if (s.iterations == 0) continue;
+    std::map<std::string, Sum> sums;  // key -> this slot's sums
     for (size_t i = 0; i < s.collectives.size() && i < cs.size(); ++i) {
       const CollectiveInfo& c = cs[i];
       // Appended, not "c" + std::string&&: GCC 12 at -O3 warns (-Wrestrict) on the prepend into
@@ -82,17 +91,20 @@ void AddCollectives(const Dataset& ds, const RankData& r, Profile* p) {
       std::string key = "c";
       key += std::to_string(static_cast<int>(c.op)) + ":" + std::to_string(c.bytes) + ":" +
              std::to_string(c.comm_size) + (c.peer >= 0 ? ":p2p" : "");
-      sums[key].first += s.collectives[i].device_ns;
-      sums[key].second += s.collectives[i].device_samples;
-      names[key] = c.name + " (" + std::to_string(c.bytes) + " B)";
+      Sum& sum = sums[key];
+      sum.device_ns += s.collectives[i].device_ns;
+      sum.samples += s.collectives[i].device_samples;
+      sum.calls += s.collectives[i].count;
+      sum.name = c.name + " (" + std::to_string(c.bytes) + " B)";
     }
-  }
-  for (const auto& [key, sum] : sums) {
-    if (sum.second <= 0) continue;
-    Metric& m = p->metrics[key];
-    m.name = names[key];
-    m.kind = "collective";
-    m.values.push_back(sum.first / sum.second);
+    for (const auto& [key, sum] : sums) {
+      if (sum.samples <= 0) continue;
+      Metric& m = p->metrics[key];
+      m.name = sum.name;
+      m.kind = "collective";
+      m.Add(s.key, sum.device_ns / sum.samples);
+      m.calls.push_back(sum.calls / s.iterations);
+    }
   }
 }
 
@@ -139,9 +151,9 @@ std::optional<Change> Compare(const Metric& b, const Metric& c, double threshold
   ch.noise = std::max(3 * spread, 0.01 * ch.base);
   const double delta = ch.current - ch.base;
   ch.change_pct = ch.base > 0 ? 100 * delta / ch.base : (delta > 0 ? 1e9 : 0);
-  // Per-call collective times are weighed by their share of a step only through the threshold.
-  const bool matters =
-      b.kind == "collective" || b.kind == "iteration" || delta >= 0.005 * base_step;
+  // A collective's per-call change, times its calls a step, is what the step pays.
+  const double per_step = b.kind == "collective" ? delta * MedianOf(b.calls) : delta;
+  const bool matters = b.kind == "iteration" || per_step >= 0.005 * base_step;
   if (std::abs(ch.change_pct) <= threshold_pct || std::abs(delta) <= ch.noise || !matters) {
     return std::nullopt;
   }

@@ -127,5 +127,36 @@ TEST_CASE("diff: a slowdown that comes and goes on every rank at once is the hos
   CHECK(slower.out.find("wait_for_batch") != std::string::npos);
 }
 
+// Clean(seed) where the first collective of every window takes `factor` times its device time:
+// the same slowdown on every rank, as a collective's members finish together.
+JobSpec SlowerCollective(uint64_t seed, double factor) {
+  JobSpec spec = Clean(seed);
+  spec.edit = [factor](int, format::Window* w) {
+    REQUIRE_FALSE(w->collectives.empty());
+    format::CollectivePattern& c = w->collectives[0];
+    c.device_ns = static_cast<uint64_t>(static_cast<double>(c.device_ns) * factor);
+  };
+  return spec;
+}
+
+TEST_CASE("diff: a collective is a regression by what its change costs the step",
+          "[analyzer][diff]") {
+  const std::string dir = MakeTempDir();
+  WriteJob(dir + "/base", Clean(1));
+  // 8% more a call on every rank (the ranks agree to the nanosecond: no noise among them), a
+  // sliver of the step: a loaded CI host does that.
+  WriteJob(dir + "/sliver", SlowerCollective(2, 1.08));
+  // 40 times as long a call: several percent of the step.
+  WriteJob(dir + "/costly", SlowerCollective(3, 40));
+  const CliResult sliver = Cli({"diff", dir + "/base", dir + "/sliver"});
+  const CliResult costly = Cli({"diff", dir + "/base", dir + "/costly"});
+  RemoveTree(dir);
+  INFO(sliver.out);
+  CHECK(sliver.code == 0);
+  INFO(costly.out);
+  CHECK(costly.code == 1);
+  CHECK(costly.out.find("collective") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace perftracker::testing
