@@ -39,17 +39,6 @@ std::map<int, HelperTime> TimeByRank(const Dataset& ds) {
   return out;
 }
 
-// Iterations the candidate was flagged in (its evidence's spans), 0 when it has none.
-double FlaggedIterations(const Json& evidence) {
-  double n = 0;
-  for (const Json& span : evidence.value("iterations", Json::array())) {
-    if (span.is_array() && span.size() == 2) {
-      n += span[1].get<double>() - span[0].get<double>();
-    }
-  }
-  return n;
-}
-
 // The verdict names what the workers spent the time on (a dataset's __getitem__, a collate
 // function) where every culprit rank's helpers agree on it and it holds at least half the time
 // the rank lost: the rank's own frame (the loader's __next__) only waits for it, and stays in
@@ -66,7 +55,9 @@ void NameWorkersFunction(const Json& ranks, Candidate* c) {
     const double beyond = b.value("self_s", 0.0) - b.value("peer_median_s", 0.0);
     least_s = std::min(least_s, beyond);
   }
-  const double lost_s = c->impact_s_per_iter * FlaggedIterations(c->evidence);
+  const double lost_s =
+      c->impact_s_per_iter *
+      static_cast<double>(SpansLength(c->evidence.value("iterations", Json::array())));
   if (top.empty() || lost_s <= 0 || least_s < 0.5 * lost_s) return;
   c->evidence["waits_in"] = c->function;
   c->function = top;

@@ -160,6 +160,14 @@ Candidate ToCandidate(const Frame& f, const Finding& x) {
 
 }  // namespace
 
+uint64_t SpansLength(const Json& spans) {
+  uint64_t n = 0;
+  for (const Json& x : spans) {
+    if (x.is_array() && x.size() == 2) n += x[1].get<uint64_t>() - x[0].get<uint64_t>();
+  }
+  return n;
+}
+
 bool OnCandidateRanks(const Frame& f, const Candidate& c, size_t rank_index) {
   const int rank = f.ds->ranks[rank_index].rank();
   return std::find(c.rank_set.begin(), c.rank_set.end(), rank) != c.rank_set.end();
@@ -211,12 +219,13 @@ void ApplyArrival(const std::vector<Finding>& findings, std::vector<Candidate>* 
 }
 
 // The most the stragglers' own work was measured to exceed their peers' by, per iteration (a
-// slower GPU, a longer step of theirs), among the candidates on stragglers alone.
+// slower GPU, a longer step of theirs), among the differential candidates on stragglers alone
+// (never `c`, a temporal trend).
 double StragglersOwnExcess(const Candidate& c, const std::set<int>& stragglers,
                            const std::vector<Candidate>& cands) {
   double most = 0;
   for (const Candidate& o : cands) {
-    if (&o == &c || o.group != c.group || o.source != Source::kDifferential || Waits(o.kind) ||
+    if (o.group != c.group || o.source != Source::kDifferential || Waits(o.kind) ||
         o.score <= 0 || o.rank_set.empty()) {
       continue;
     }
@@ -353,12 +362,6 @@ uint64_t Overlap(const Json& a, const Json& b) {
   return common;
 }
 
-uint64_t Length(const Json& spans) {
-  uint64_t n = 0;
-  for (const Json& x : spans) n += x[1].get<uint64_t>() - x[0].get<uint64_t>();
-  return n;
-}
-
 // The same fault on other ranks (`c`) joins `into`, with each rank's iterations. Ranks slow at
 // the same time pace the job together (the slowest sets the step); a fault that moved from rank
 // to rank cost the job in each rank's turn, so its windows and score add up.
@@ -374,7 +377,7 @@ void MergeRanksInTime(const Candidate& c, Candidate* into) {
   for (const int r : c.rank_set) {
     e["iterations_by_rank"].push_back({{"rank", r}, {"iterations", theirs}});
   }
-  const uint64_t shorter = std::min(Length(e["iterations"]), Length(theirs));
+  const uint64_t shorter = std::min(SpansLength(e["iterations"]), SpansLength(theirs));
   if (shorter == 0 || 4 * Overlap(e["iterations"], theirs) > shorter) return;
   into->score += c.score;
   e["windows_seen"] = e.value("windows_seen", 0) + c.evidence.value("windows_seen", 0);

@@ -27,6 +27,8 @@ std::vector<Candidate> RankCandidates(const Frame& frame, const std::vector<Find
 void LiftToUserDepth(const Frame& f, std::vector<Candidate>* cands);
 // Whether dataset rank `rank_index` is one of the candidate's ranks (rank.cpp).
 bool OnCandidateRanks(const Frame& f, const Candidate& c, size_t rank_index);
+// Iterations in a list of spans ([[begin, end), ...], evidence.iterations) (rank.cpp).
+uint64_t SpansLength(const Json& spans);
 
 // Each candidate's own critical-path share (beta: its critical time over the iteration time) on
 // its ranks, and its peers' median, where the windows carry critical-path time (beta.cpp).
