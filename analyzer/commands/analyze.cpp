@@ -17,7 +17,7 @@
 namespace perftracker::analyzer {
 namespace {
 
-struct Options {
+struct AnalyzeOptions {
   std::string dir;
   std::string json_path;
   std::string html_path;
@@ -29,7 +29,7 @@ struct Options {
 };
 
 // "INTRA[,INTER]" in GB/s; one number is both.
-bool ParseLinkGbps(const std::string& v, Options* o) {
+bool ParseLinkGbps(const std::string& v, AnalyzeOptions* o) {
   char* end = nullptr;
   o->intra_link_gbps = std::strtod(v.c_str(), &end);
   o->inter_link_gbps = o->intra_link_gbps;
@@ -176,7 +176,7 @@ Report Analyze(std::unique_ptr<Dataset> dataset, const Thresholds& thresholds) {
 }
 
 int AnalyzeCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
-  Options o;
+  AnalyzeOptions o;
   CommandLine cl("analyze",
                  "Rank root-cause candidates across every rank under DIR (ring files *.ptr and "
                  "reduced files *.ptrd).");

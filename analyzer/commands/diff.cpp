@@ -31,7 +31,7 @@
 namespace perftracker::analyzer {
 namespace {
 
-struct Metric {
+struct Quantity {
   std::string name, kind;
   std::vector<double> values;  // ns per iteration (per call for collectives)
   std::map<uint64_t, std::vector<double>> by_slot;  // the same values by slot key
@@ -44,7 +44,7 @@ struct Metric {
 };
 
 struct Profile {
-  std::map<std::string, Metric> metrics;
+  std::map<std::string, Quantity> metrics;
   double step_ns = 0;
   size_t ranks = 0;
 };
@@ -59,7 +59,7 @@ void AddFunctions(const Dataset& ds, const RankData& r, Profile* p) {
                         fns[i].kind == format::FunctionKind::kMemcpy;
     char key[32];
     std::snprintf(key, sizeof key, "f%016llx", static_cast<unsigned long long>(fns[i].id));
-    Metric& m = p->metrics[key];
+    Quantity& m = p->metrics[key];
     m.name = fns[i].name;
     m.kind = std::string(format::KindName(fns[i].kind));
     for (const Slot& s : r.slots) {
@@ -99,7 +99,7 @@ void AddCollectives(const Dataset& ds, const RankData& r, Profile* p) {
     }
     for (const auto& [key, sum] : sums) {
       if (sum.samples <= 0) continue;
-      Metric& m = p->metrics[key];
+      Quantity& m = p->metrics[key];
       m.name = sum.name;
       m.kind = "collective";
       m.Add(s.key, sum.device_ns / sum.samples);
@@ -111,7 +111,7 @@ void AddCollectives(const Dataset& ds, const RankData& r, Profile* p) {
 Profile MakeProfile(const Dataset& ds) {
   Profile p;
   p.ranks = ds.ranks.size();
-  Metric& step = p.metrics["step"];
+  Quantity& step = p.metrics["step"];
   step.name = "step time";
   step.kind = "iteration";
   for (const RankData& r : ds.ranks) {
@@ -132,7 +132,7 @@ struct Change {
 
 // The spread of a metric's per-slot medians over the square root of their number; 0 with fewer
 // than three slots.
-double SlotSpread(const Metric& m) {
+double SlotSpread(const Quantity& m) {
   if (m.by_slot.size() < 3) return 0;
   std::vector<double> medians;
   for (const auto& [key, v] : m.by_slot) medians.push_back(MedianOf(v));
@@ -140,7 +140,7 @@ double SlotSpread(const Metric& m) {
   return RobustSigma(medians, med) / std::sqrt(double(medians.size()));
 }
 
-std::optional<Change> Compare(const Metric& b, const Metric& c, double threshold_pct,
+std::optional<Change> Compare(const Quantity& b, const Quantity& c, double threshold_pct,
                               double base_step) {
   if (b.values.empty() || c.values.empty()) return std::nullopt;
   Change ch{b.name, b.kind, MedianOf(b.values), MedianOf(c.values), 0, 0};

@@ -15,7 +15,7 @@
 namespace perftracker::analyzer {
 namespace {
 
-struct Options {
+struct ReduceOptions {
   std::string dir, output;
   int threads = 0;
   WindowSelection selection;
@@ -26,7 +26,7 @@ std::string Mib(double bytes) { return FormatNumber("%.1f MiB", bytes / (1 << 20
 }  // namespace
 
 int ReduceCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
-  Options o;
+  ReduceOptions o;
   CommandLine cl("reduce", "One node's ring files (or reduced files) as one small file for analyze.");
   cl.Argument("DIR", &o.dir, "the node's directory of ring files");
   cl.Option("-o,--output", &o.output, "the reduced file to write (FILE.ptrd), atomically");

@@ -34,7 +34,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Options {
+struct WatchOptions {
   std::string dir;
   double interval_s = 10;
   bool exit_on_hang = false;
@@ -130,7 +130,7 @@ struct RoundResult {
 };
 
 // One analysis of the newest windows; false (and *error) when there is nothing readable yet.
-bool AnalyzeRound(const Options& o, RoundResult* out, std::string* error) {
+bool AnalyzeRound(const WatchOptions& o, RoundResult* out, std::string* error) {
   WindowSelection selection;
   selection.last = o.windows;
   selection.open = true;
@@ -152,7 +152,8 @@ bool AnalyzeRound(const Options& o, RoundResult* out, std::string* error) {
 
 class Watcher {
  public:
-  Watcher(const Options& o, std::ostream& out, std::ostream& err) : o_(o), out_(out), err_(err) {}
+  Watcher(const WatchOptions& o, std::ostream& out, std::ostream& err)
+      : o_(o), out_(out), err_(err) {}
 
   // One round; true when a hang was reported in it.
   bool Round() {
@@ -204,7 +205,7 @@ class Watcher {
     }
   }
 
-  const Options& o_;
+  const WatchOptions& o_;
   std::ostream& out_;
   std::ostream& err_;
   WatchState reported_;
@@ -216,7 +217,7 @@ class Watcher {
 }  // namespace
 
 int WatchCommand(std::span<const std::string> args, std::ostream& out, std::ostream& err) {
-  Options o;
+  WatchOptions o;
   CommandLine cl("watch",
                  "Re-analyze a running job's newest windows every interval: a line per candidate "
                  "that appears, changes or clears, and per hang.");

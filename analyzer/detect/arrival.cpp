@@ -17,7 +17,7 @@ struct ArrivalTally : FlaggedSums {
   double last_share = 0, peers_wait = 0;
 };
 
-double Offset(const CollectiveSum& c) {
+double LaunchOffset(const CollectiveSum& c) {
   return c.offset_weight > 0 ? c.offset_weighted / c.offset_weight : -1;
 }
 
@@ -34,8 +34,8 @@ void Delays(const Frame& f, const PeerGroup& g, size_t k, std::vector<double>* d
     std::vector<std::pair<size_t, double>> offs;
     for (size_t i = 0; i < g.members.size(); ++i) {
       const Slot* s = SlotAt(f, g.members[i], k);
-      if (s && c < s->collectives.size() && Offset(s->collectives[c]) >= 0) {
-        offs.push_back({i, Offset(s->collectives[c])});
+      if (s && c < s->collectives.size() && LaunchOffset(s->collectives[c]) >= 0) {
+        offs.push_back({i, LaunchOffset(s->collectives[c])});
       }
     }
     if (offs.size() < 3) continue;

@@ -29,7 +29,7 @@ namespace {
 
 using format::FunctionKind;
 
-constexpr double kExplains = 0.8;
+constexpr double kCalleesExplain = 0.8;
 
 // Files of the framework (site-packages-relative names, as the collector writes them).
 bool Framework(const std::string& name) { return name.starts_with("torch/"); }
@@ -160,7 +160,7 @@ std::vector<Finding> DetectCriticalPath(const Frame& f) {
       }
     }
     for (size_t fn = 0; fn < fns.size(); ++fn) {
-      if (!flagged[fn] || callees[fn] >= kExplains * acc[fn].Share()) continue;
+      if (!flagged[fn] || callees[fn] >= kCalleesExplain * acc[fn].Share()) continue;
       // A library frame at the user's depth: the first user frame above that it explains.
       int32_t named = static_cast<int32_t>(fn);
       for (int32_t a = parent[fn], depth = 0;
@@ -169,7 +169,7 @@ std::vector<Finding> DetectCriticalPath(const Frame& f) {
         if (fns[static_cast<size_t>(a)].kind != FunctionKind::kPython || IsLoopFrame(f, a)) break;
         if (UserCode(fns[static_cast<size_t>(a)].name)) {
           const Acc& up = acc[static_cast<size_t>(a)];
-          if (up.seen > 0 && acc[fn].Share() >= kExplains * up.Share()) {
+          if (up.seen > 0 && acc[fn].Share() >= kCalleesExplain * up.Share()) {
             named = a;
           }
           break;

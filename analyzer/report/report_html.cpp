@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "analyzer/base/utf8.h"
 #include "analyzer/report/html_charts.h"
 #include "analyzer/report/html_evidence.h"
 #include "analyzer/report/report.h"
@@ -95,7 +96,7 @@ void Verdict(const Report& rep, std::ostream& out) {
   out << "</div>\n";
 }
 
-void Header(const Report& rep, std::ostream& out) {
+void HtmlHeader(const Report& rep, std::ostream& out) {
   const Dataset& ds = *rep.dataset;
   out << "<h1>perftracker report: job <code>" << HtmlEscape(ds.job_id) << "</code></h1>\n"
       << "<p class=sub>" << ds.ranks.size() << " of " << ds.expected << " ranks";
@@ -171,21 +172,6 @@ void HangList(const Report& rep, std::ostream& out) {
   }
 }
 
-// Length of the valid UTF-8 sequence at s[i], or 0.
-size_t Utf8Length(std::string_view s, size_t i) {
-  const auto b = static_cast<unsigned char>(s[i]);
-  const size_t n = b < 0x80           ? 1
-                   : (b >> 5) == 0x6  ? 2
-                   : (b >> 4) == 0xe  ? 3
-                   : (b >> 3) == 0x1e ? 4
-                                      : 0;
-  if (n == 0 || i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return 0;
-  }
-  return n;
-}
-
 }  // namespace
 
 // Escapes markup and replaces bytes that are not UTF-8 (input names may hold any bytes).
@@ -232,7 +218,7 @@ void WriteHtml(const Report& rep, size_t top, std::ostream& out) {
          "<meta name=viewport content=\"width=device-width\"><title>perftracker report: "
       << HtmlEscape(rep.dataset->job_id) << "</title>\n"
       << kStyle << "</head><body>\n";
-  Header(rep, out);
+  HtmlHeader(rep, out);
   Verdict(rep, out);
   HangList(rep, out);
   StepTimeChart(rep, HighlightedRanks(rep, top), out);

@@ -18,7 +18,7 @@ std::string Clean(std::string_view s, size_t max) {
   return out;
 }
 
-void Header(const Report& rep, std::ostream& out) {
+void TextHeader(const Report& rep, std::ostream& out) {
   const Dataset& ds = *rep.dataset;
   out << "perftracker analyze: job " << Clean(ds.job_id, 40) << ", " << ds.ranks.size() << "/"
       << ds.expected << " ranks";
@@ -249,7 +249,7 @@ void Candidates(const Report& rep, size_t top, std::ostream& out) {
 }  // namespace
 
 void WriteText(const Report& rep, size_t top, std::ostream& out) {
-  Header(rep, out);
+  TextHeader(rep, out);
   Hangs(rep, out);
   Candidates(rep, top, out);
 }

@@ -15,7 +15,7 @@
 namespace perftracker::analyzer {
 namespace {
 
-constexpr double kExplains = 0.8;
+constexpr double kParentExplains = 0.8;
 constexpr int kMaxDepth = 64;
 
 bool IsUserCode(const FunctionInfo& info) { return !info.name.empty() && info.name[0] == '/'; }
@@ -84,7 +84,7 @@ void Lift(const Frame& f, Candidate* c) {
       break;  // the loop itself holds every cause: never the verdict
     }
     double v = 0, p = 0;
-    if (Excess(f, sides, parent, &v, &p) < kExplains * leaf_excess) break;
+    if (Excess(f, sides, parent, &v, &p) < kParentExplains * leaf_excess) break;
     qualifying.push_back(parent);
     fn = parent;
   }

@@ -9,8 +9,6 @@
 namespace perftracker::testing {
 namespace {
 
-using Json = nlohmann::ordered_json;
-
 constexpr char kLog[] = "/home/user/train.py:80:log_metrics";
 
 // The small synthetic job over 8 windows: enough for a finding to persist in some and not others.

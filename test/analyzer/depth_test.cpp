@@ -8,8 +8,6 @@
 namespace perftracker::testing {
 namespace {
 
-using Json = nlohmann::ordered_json;
-
 // Appends user -> library -> two library leaves; on `slow_rank` the leaves take ms a step.
 void AddCheckpoint(int rank, int slow_rank, format::Window* w) {
   const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);

@@ -9,7 +9,6 @@ namespace perftracker::testing {
 namespace {
 
 using synthetic::Fault;
-using Json = nlohmann::ordered_json;
 
 struct Case {
   const char* name;

@@ -13,6 +13,9 @@
 
 namespace perftracker::testing {
 
+// The reports as the tests read them: keys in the order written.
+using Json = nlohmann::ordered_json;
+
 struct JobSpec {
   synthetic::JobShape shape;
   int ranks = 8;
@@ -49,9 +52,14 @@ CliResult Cli(const std::vector<std::string>& args);
 
 // Writes the job to a fresh directory, runs `analyze --json - --threads 2 --top 20` plus
 // `extra` on it, removes it, and returns the report (the test fails if analyze did).
-nlohmann::ordered_json AnalyzeJob(const JobSpec& spec, const std::vector<std::string>& extra = {});
+Json AnalyzeJob(const JobSpec& spec, const std::vector<std::string>& extra = {});
 
 std::string MakeTempDir();
 void RemoveTree(const std::string& dir);
+
+// A file's bytes, and a file written from bytes (its directories made first): the tests that
+// damage, copy or rename ring files.
+std::vector<uint8_t> ReadBytes(const std::string& path);
+void WriteBytes(const std::string& path, const std::vector<uint8_t>& bytes);
 
 }  // namespace perftracker::testing

@@ -10,7 +10,6 @@
 
 using namespace perftracker;           // NOLINT
 using namespace perftracker::testing;  // NOLINT
-using Json = nlohmann::ordered_json;
 using format::ExitState;
 
 namespace {

@@ -13,23 +13,11 @@
 namespace perftracker::testing {
 namespace {
 
-using Json = nlohmann::ordered_json;
 namespace fs = std::filesystem;
-
-std::vector<char> ReadBytes(const std::string& path) {
-  std::ifstream is(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(is), {}};
-}
-
-void WriteBytes(const std::string& path, const std::vector<char>& bytes) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream os(path, std::ios::binary | std::ios::trunc);
-  os.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 // Rewrites the header's version fields and its CRC, as a writer of that version would.
 void SetVersion(const std::string& path, uint32_t version, uint32_t min_reader) {
-  std::vector<char> bytes = ReadBytes(path);
+  std::vector<uint8_t> bytes = ReadBytes(path);
   format::FileHeader h;
   std::memcpy(&h, bytes.data(), sizeof h);
   h.format_version = version;
@@ -41,7 +29,7 @@ void SetVersion(const std::string& path, uint32_t version, uint32_t min_reader) 
 
 // Patches the header's pid and start time: the same rank, another process (a restart).
 void SetStart(const std::string& path, int32_t pid, uint64_t start_real_ns) {
-  std::vector<char> bytes = ReadBytes(path);
+  std::vector<uint8_t> bytes = ReadBytes(path);
   format::FileHeader h;
   std::memcpy(&h, bytes.data(), sizeof h);
   h.pid = pid;
@@ -82,11 +70,11 @@ TEST_CASE("damaged inputs give partial results and diagnostics", "[analyzer][ing
   spec.skip_ranks = {6};
   const auto paths = WriteJob(dir, spec);
   // rank 1: truncated in the middle of its records.
-  std::vector<char> r1 = ReadBytes(paths[1]);
+  std::vector<uint8_t> r1 = ReadBytes(paths[1]);
   r1.resize(r1.size() / 3);
   WriteBytes(paths[1], r1);
   // rank 2: flipped bytes inside its first record.
-  std::vector<char> r2 = ReadBytes(paths[2]);
+  std::vector<uint8_t> r2 = ReadBytes(paths[2]);
   format::FileHeader h2;
   std::memcpy(&h2, r2.data(), sizeof h2);
   for (size_t i = 0; i < 16; ++i) r2[h2.data_offset + 200 + i * 7] ^= 0x5a;
@@ -103,7 +91,7 @@ TEST_CASE("damaged inputs give partial results and diagnostics", "[analyzer][ing
   SetVersion(dir + "/newer/rank-7.ptr", 99, 99);
   WriteBytes(dir + "/old/rank-0.ptr", ReadBytes(paths[0]));
   SetVersion(dir + "/old/rank-0.ptr", 0, 0);
-  WriteBytes(dir + "/junk/garbage.ptr", std::vector<char>(5000, 'x'));
+  WriteBytes(dir + "/junk/garbage.ptr", std::vector<uint8_t>(5000, 'x'));
   WriteBytes(dir + "/junk/empty.ptr", {});
   JobSpec other = SlowGpuJob();
   other.job = "other";
@@ -170,7 +158,7 @@ TEST_CASE("exit codes and error lines", "[analyzer][cli]") {
   CHECK(std::count(missing.err.begin(), missing.err.end(), '\n') == 1);
   CHECK(Cli({"analyze", "/tmp", "--bogus"}).code == 2);
   const std::string dir = MakeTempDir();
-  WriteBytes(dir + "/a.ptr", std::vector<char>(100, 'z'));
+  WriteBytes(dir + "/a.ptr", std::vector<uint8_t>(100, 'z'));
   const CliResult junk = Cli({"analyze", dir});
   CHECK(junk.code == 2);
   CHECK(junk.err.find("none of 1 ring files is readable") != std::string::npos);
@@ -187,7 +175,8 @@ TEST_CASE("the HTML report is self-contained and escapes input strings", "[analy
   spec.job = "job<b>&";
   // The GC function (the top candidate) gets a hostile name.
   spec.edit = [](int, format::Window* w) {
-    w->functions[1].name = "<script>alert('x')</script>\xff\xfe";
+    // Not UTF-8 either: a stray byte, an overlong '/' and a UTF-16 surrogate (RFC 3629).
+    w->functions[1].name = "<script>alert('x')</script>\xff\xfe\xc0\xaf\xed\xa0\x80";
     format::FillFunctionIds(&w->functions);
   };
   WriteJob(dir, spec);
@@ -205,6 +194,8 @@ TEST_CASE("the HTML report is self-contained and escapes input strings", "[analy
   CHECK(html.find("http") == std::string::npos);  // nothing fetched from elsewhere
   CHECK(html.find("class=heat") != std::string::npos);
   CHECK(html.find("\xff") == std::string::npos);
+  CHECK(html.find("\xc0\xaf") == std::string::npos);
+  CHECK(html.find("\xed\xa0\x80") == std::string::npos);
   CHECK(html.find("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;\xEF\xBF\xBD") !=
         std::string::npos);
   REQUIRE(j["candidates"].size() >= 1);

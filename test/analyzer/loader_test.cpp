@@ -8,8 +8,6 @@
 namespace perftracker::testing {
 namespace {
 
-using Json = nlohmann::ordered_json;
-
 constexpr char kNext[] = "torch/utils/data/dataloader.py:623:_BaseDataLoaderIter.__next__";
 constexpr char kGetItem[] = "/home/user/data.py:30:ShardDataset.__getitem__";
 constexpr char kTracker[] = "multiprocessing/resource_tracker.py:179:main";

@@ -9,7 +9,6 @@ namespace perftracker::testing {
 namespace {
 
 using synthetic::Fault;
-using Json = nlohmann::ordered_json;
 
 constexpr int kRanks = 16;
 constexpr int kWindows = 8;

@@ -14,18 +14,7 @@
 namespace perftracker::testing {
 namespace {
 
-using Json = nlohmann::ordered_json;
 namespace fs = std::filesystem;
-
-std::vector<uint8_t> ReadBytes(const std::string& path) {
-  std::ifstream is(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(is), {}};
-}
-
-void WriteBytes(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream os(path, std::ios::binary | std::ios::trunc);
-  os.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-}
 
 // 16 ranks on 4 hosts, rank 6 on a slow GPU; its GC on rank 9 in the second half, so more than
 // one candidate and the "when" of a finding must survive the reduction.

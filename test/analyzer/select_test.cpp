@@ -7,13 +7,13 @@
 namespace perftracker::testing {
 namespace {
 
-constexpr int kWindows = 6;
+constexpr int kSelectWindows = 6;
 
 JobSpec SelectJob() {
   JobSpec spec;
   spec.shape = SmallShape();
   spec.ranks = 4;
-  spec.windows = kWindows;
+  spec.windows = kSelectWindows;
   return spec;
 }
 
@@ -44,10 +44,10 @@ TEST_CASE("analyze selects the windows --last, --since and --iterations name",
   };
   const CliResult all = Cli({"analyze", dir, "--json", "-"});
   REQUIRE(all.code == 0);
-  CHECK(IterationsCounted(all.json) == kWindows * per_window);
+  CHECK(IterationsCounted(all.json) == kSelectWindows * per_window);
 
   CHECK(count({"--last", "2"}) == 2 * per_window);
-  CHECK(count({"--last", "100"}) == kWindows * per_window);
+  CHECK(count({"--last", "100"}) == kSelectWindows * per_window);
   // Windows are keyed by their first iteration: [16, 40) holds windows 2, 3 and 4.
   const std::string a = std::to_string(2 * per_window), b = std::to_string(5 * per_window);
   CHECK(count({"--iterations", a + ":" + b}) == 3 * per_window);

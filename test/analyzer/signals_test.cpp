@@ -10,7 +10,6 @@
 namespace perftracker::testing {
 namespace {
 
-using Json = nlohmann::ordered_json;
 using format::Signal;
 using format::SignalKind;
 

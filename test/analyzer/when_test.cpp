@@ -9,7 +9,6 @@ namespace perftracker::testing {
 namespace {
 
 using synthetic::Fault;
-using Json = nlohmann::ordered_json;
 
 JobSpec SlowGpu(int rank, uint64_t from_window) {
   JobSpec spec;

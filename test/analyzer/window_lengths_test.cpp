@@ -8,9 +8,7 @@
 namespace perftracker::testing {
 namespace {
 
-using Json = nlohmann::ordered_json;
-
-constexpr int kWindows = 8;
+constexpr int kWindowsPerRank = 8;
 
 // Rank 5 doubled its windows from window 2 on: [16, 32), [32, 48), [48, 64) where its peers
 // ended windows every 8 iterations. Its long window holds one window's worth of data (the
@@ -18,7 +16,7 @@ constexpr int kWindows = 8;
 JobSpec Spec(bool doubled) {
   JobSpec spec;
   spec.shape = SmallShape();
-  spec.windows = kWindows;
+  spec.windows = kWindowsPerRank;
   spec.shape.fault = synthetic::Fault::kSlowGpu;
   spec.shape.fault_rank = 3;
   spec.shape.fault_factor = 1.3;
@@ -37,7 +35,7 @@ TEST_CASE("a rank with longer windows is compared over the boundaries every rank
           "[analyzer][windows]") {
   const Json even = AnalyzeJob(Spec(false));
   const Json mixed = AnalyzeJob(Spec(true));
-  CHECK(even["iterations"]["aligned_slots"] == kWindows);
+  CHECK(even["iterations"]["aligned_slots"] == kWindowsPerRank);
   // Slots 0 and 8 as before; 16+24, 32+40 and 48+56 merged on every rank.
   CHECK(mixed["iterations"]["aligned_slots"] == 5);
   CHECK(mixed["iterations"]["end"] == even["iterations"]["end"]);
@@ -54,7 +52,6 @@ TEST_CASE("a rank with longer windows is compared over the boundaries every rank
     CHECK(c["rank_set"] != Json::array({5}));
   }
 }
-
 
 TEST_CASE("slots widened for a long run keep their boundaries: windows of 5 iterations, 24 of them",
           "[analyzer][windows]") {

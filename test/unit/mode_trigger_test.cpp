@@ -14,13 +14,13 @@ using namespace perftracker::preload;
 
 namespace {
 
-constexpr uint64_t kMs = 1'000'000;
+constexpr uint64_t kOneMs = 1'000'000;
 
-struct Fixture {
+struct TriggerFixture {
   Config config;
-  uint64_t t = kMs;
+  uint64_t t = kOneMs;
 
-  Fixture() {
+  TriggerFixture() {
     g_py_mode.schedule.store(0);
     g_py_mode.python_iterations.store(0);
     g_py_mode.applied_on.store(~uint64_t{0});
@@ -31,7 +31,7 @@ struct Fixture {
   }
   // `n` iterations of `ms` each.
   void Run(ModeTrigger& trigger, int n, uint64_t ms) {
-    for (int i = 0; i < n; ++i) trigger.OnIteration(t += ms * kMs);
+    for (int i = 0; i < n; ++i) trigger.OnIteration(t += ms * kOneMs);
   }
 };
 
@@ -41,7 +41,7 @@ uint64_t End() { return g_py_mode.schedule.load() & 0xffffffffu; }
 }  // namespace
 
 TEST_CASE("steady iterations never trigger; a 5% slowdown does, at the next boundary", "[mode]") {
-  Fixture f;
+  TriggerFixture f;
   ModeTrigger trigger(f.config, "/nonexistent/trigger");
   f.Run(trigger, 300, 10);
   CHECK(g_py_mode.schedule.load() == 0);
@@ -53,7 +53,7 @@ TEST_CASE("steady iterations never trigger; a 5% slowdown does, at the next boun
 }
 
 TEST_CASE("a 4% slowdown does not trigger", "[mode]") {
-  Fixture f;
+  TriggerFixture f;
   ModeTrigger trigger(f.config, "/nonexistent/trigger");
   f.Run(trigger, 100, 100);
   f.Run(trigger, 200, 104);
@@ -61,7 +61,7 @@ TEST_CASE("a 4% slowdown does not trigger", "[mode]") {
 }
 
 TEST_CASE("one lucky fast step does not arm the trigger", "[mode]") {
-  Fixture f;
+  TriggerFixture f;
   ModeTrigger trigger(f.config, "/nonexistent/trigger");
   f.Run(trigger, 100, 10);
   f.Run(trigger, 1, 1);  // the single-iteration low would be 1 ms: everything looks 10x slow
@@ -71,7 +71,7 @@ TEST_CASE("one lucky fast step does not arm the trigger", "[mode]") {
 
 TEST_CASE("after a period, only a further 5% slowdown or a refreshed low triggers again",
           "[mode]") {
-  Fixture f;
+  TriggerFixture f;
   ModeTrigger trigger(f.config, "/nonexistent/trigger");
   f.Run(trigger, 100, 10);
   f.Run(trigger, 100, 20);  // fires at 110 (windows 12-14); the mean reaches 20 ms by 150
@@ -83,7 +83,7 @@ TEST_CASE("after a period, only a further 5% slowdown or a refreshed low trigger
 }
 
 TEST_CASE("the hook's iteration count, ahead of the drained one, picks the boundary", "[mode]") {
-  Fixture f;
+  TriggerFixture f;
   ModeTrigger trigger(f.config, "/nonexistent/trigger");
   f.Run(trigger, 100, 10);
   g_py_mode.python_iterations.store(125);  // the step functions already ended 125 iterations
@@ -93,7 +93,7 @@ TEST_CASE("the hook's iteration count, ahead of the drained one, picks the bound
 
 TEST_CASE("the trigger file starts a period once per change; a number names the iteration",
           "[mode]") {
-  Fixture f;
+  TriggerFixture f;
   char dir[] = "/tmp/pt_mode_XXXXXX";
   REQUIRE(mkdtemp(dir) != nullptr);
   const std::string path = std::string(dir) + "/trigger";
@@ -127,7 +127,7 @@ TEST_CASE("the trigger file starts a period once per change; a number names the 
 }
 
 TEST_CASE("without Python step markers the writer switches at its own boundaries", "[mode]") {
-  Fixture f;
+  TriggerFixture f;
   ModeTrigger trigger(f.config, "/nonexistent/trigger");
   g_py_mode.schedule.store(PackSchedule(2, 3));
   f.Run(trigger, 19, 10);
