@@ -293,9 +293,12 @@ def check_workload(fns, iterations, stack, probe, minor, monitored=False, sample
     expect(sum(f.count for f in gcs) >= 3, f"gc events: {[(f.name, f.count) for f in gcs]}")
     col = find(fns, "collect", "main")
     expect(len(col) == 1 and col[0].total > 0, f"collect: {[x.total for x in col]}")
-    # collect only loops over gc.collect(): its inclusive time is the pauses, its self time the
-    # loop's few microseconds. A pause left in it would make it most of the inclusive time.
-    expect(col[0].self_ns < 0.1 * col[0].total,
+    # collect only loops over gc.collect(): its inclusive time is the three pauses, its self time
+    # the loop's few microseconds. Pauses not taken out of its self time would make that most of
+    # the inclusive time. Not a tighter bound: self time is wall time, and a loaded host that
+    # preempts the loop adds a scheduler slice to it (8.1 of 68.5 ms seen, beside two busy
+    # processes on 2 cores).
+    expect(col[0].self_ns < 0.5 * col[0].total,
            f"gc pauses left in collect's self time: self {col[0].self_ns}, total {col[0].total}")
     expect(all(f.kind == "python" for f in find(fns, "g")), "plain functions are kPython")
     if probe:
