@@ -52,7 +52,7 @@ struct Profile {
 // One value per (rank, slot): cost per iteration in that slot. Slot-to-slot variation is part of
 // the noise, so a function that runs once in a while (a full GC, a checkpoint) has a wide
 // distribution and a median near zero, and never fails a build on one unlucky occurrence.
-void AddFunctions(const Dataset& ds, const RankData& r, Profile* p) {
+void ProfileFunctions(const Dataset& ds, const RankData& r, Profile* p) {
   const auto& fns = ds.catalog.functions();
   for (size_t i = 0; i < fns.size(); ++i) {
     const bool device = fns[i].kind == format::FunctionKind::kKernel ||
@@ -75,7 +75,7 @@ void AddFunctions(const Dataset& ds, const RankData& r, Profile* p) {
 // One value per (rank, slot), as for functions: a collective takes the same time on every rank
 // of its communicator (they finish together), so the ranks alone show no noise at all, while a
 // loaded host moves it from slot to slot.
-void AddCollectives(const Dataset& ds, const RankData& r, Profile* p) {
+void ProfileCollectives(const Dataset& ds, const RankData& r, Profile* p) {
   const auto& cs = ds.catalog.collectives();
   struct Sum {
     double device_ns = 0, samples = 0, calls = 0;
@@ -118,8 +118,8 @@ Profile MakeProfile(const Dataset& ds) {
     for (const Slot& s : r.slots) {
       if (s.iterations > 0) step.Add(s.key, s.MeanIterationNs());
     }
-    AddFunctions(ds, r, &p);
-    AddCollectives(ds, r, &p);
+    ProfileFunctions(ds, r, &p);
+    ProfileCollectives(ds, r, &p);
   }
   p.step_ns = MedianOf(step.values);
   return p;

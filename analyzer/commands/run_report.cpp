@@ -41,7 +41,7 @@ RunEntries ReadEntries(const std::string& dir) {
   return entries;
 }
 
-std::vector<std::string> Get(const RunEntries& entries, const char* role) {
+std::vector<std::string> EntriesFor(const RunEntries& entries, const char* role) {
   const auto it = entries.find(role);
   return it == entries.end() ? std::vector<std::string>{} : it->second;
 }
@@ -73,18 +73,19 @@ std::vector<std::string> WhereFilesAre(std::vector<std::string> files) {
 }  // namespace
 
 std::vector<std::string> DescribeRun(const RunEntries& entries, const std::string& command) {
-  std::vector<std::string> files = Get(entries, "rank");
-  if (files.empty()) files = Get(entries, "lone");  // ranks come first: a lone one yields to them
+  std::vector<std::string> files = EntriesFor(entries, "rank");
+  // Ranks come first: a lone one yields to them.
+  if (files.empty()) files = EntriesFor(entries, "lone");
   if (!files.empty()) return WhereFilesAre(files);
   const std::string none = "perftracker: no process recorded: ";
-  if (const auto refused = Get(entries, "refused"); !refused.empty()) {
+  if (const auto refused = EntriesFor(entries, "refused"); !refused.empty()) {
     return {none + refused.front()};
   }
-  if (const auto launcher = Get(entries, "launcher"); !launcher.empty()) {
+  if (const auto launcher = EntriesFor(entries, "launcher"); !launcher.empty()) {
     return {none + command + " is a launcher (" + launcher.front() +
             ") and none of the processes it started was a rank (RANK or LOCAL_RANK set)"};
   }
-  if (!Get(entries, "candidate").empty()) {
+  if (!EntriesFor(entries, "candidate").empty()) {
     return {none + command +
             " ended before it made a call perftracker records (Python, CUDA, NCCL)"};
   }
@@ -101,9 +102,9 @@ void RunRegistry::Report(const std::string& command, std::ostream& err) const {
   }
   const RunEntries entries = ReadEntries(path_);
   // A lone process killed between a rank's start and its next check could not remove its file.
-  if (!Get(entries, "rank").empty()) {
+  if (!EntriesFor(entries, "rank").empty()) {
     std::error_code ec;
-    for (const std::string& stale : Get(entries, "lone")) fs::remove(stale, ec);
+    for (const std::string& stale : EntriesFor(entries, "lone")) fs::remove(stale, ec);
   }
   for (const std::string& line : DescribeRun(entries, command)) err << line << "\n";
 }

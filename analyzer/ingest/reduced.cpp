@@ -29,13 +29,13 @@ constexpr uint64_t kMaxRawBytes = uint64_t{4} << 30;
 // u64, payload_crc u32, header_crc u32 (of the 36 bytes before it).
 
 template <class T>
-void Put(uint8_t* p, T v) {
+void StoreAt(uint8_t* p, T v) {
   static_assert(std::endian::native == std::endian::little);
   std::memcpy(p, &v, sizeof v);
 }
 
 template <class T>
-T Get(const uint8_t* p) {
+T LoadAt(const uint8_t* p) {
   T v;
   std::memcpy(&v, p, sizeof v);
   return v;
@@ -351,12 +351,12 @@ std::vector<uint8_t> FrameReduced(std::span<const uint8_t> raw) {
   out.resize(kReducedHeaderSize + n);
   uint8_t* h = out.data();
   std::memcpy(h, kMagic, sizeof kMagic);
-  Put<uint32_t>(h + 8, kReducedVersion);
-  Put<uint32_t>(h + 12, kReducedHeaderSize);
-  Put<uint64_t>(h + 16, n);
-  Put<uint64_t>(h + 24, raw.size());
-  Put<uint32_t>(h + 32, format::Crc32c(h + kReducedHeaderSize, n));
-  Put<uint32_t>(h + 36, format::Crc32c(h, 36));
+  StoreAt<uint32_t>(h + 8, kReducedVersion);
+  StoreAt<uint32_t>(h + 12, kReducedHeaderSize);
+  StoreAt<uint64_t>(h + 16, n);
+  StoreAt<uint64_t>(h + 24, raw.size());
+  StoreAt<uint32_t>(h + 32, format::Crc32c(h + kReducedHeaderSize, n));
+  StoreAt<uint32_t>(h + 36, format::Crc32c(h, 36));
   return out;
 }
 
@@ -366,15 +366,15 @@ ReducedStatus DecodeReduced(std::span<const uint8_t> bytes, FileSet* out, std::s
     return ReducedStatus::kNotReduced;
   }
   if (bytes.size() < kReducedHeaderSize ||
-      Get<uint32_t>(bytes.data() + 36) != format::Crc32c(bytes.data(), 36)) {
+      LoadAt<uint32_t>(bytes.data() + 36) != format::Crc32c(bytes.data(), 36)) {
     *error = "reduced file header fails its CRC";
     return ReducedStatus::kCorruptHeader;
   }
-  const auto version = Get<uint32_t>(bytes.data() + 8);
-  const auto header_size = Get<uint32_t>(bytes.data() + 12);
-  const auto payload_size = Get<uint64_t>(bytes.data() + 16);
-  const auto raw_size = Get<uint64_t>(bytes.data() + 24);
-  const auto payload_crc = Get<uint32_t>(bytes.data() + 32);
+  const auto version = LoadAt<uint32_t>(bytes.data() + 8);
+  const auto header_size = LoadAt<uint32_t>(bytes.data() + 12);
+  const auto payload_size = LoadAt<uint64_t>(bytes.data() + 16);
+  const auto raw_size = LoadAt<uint64_t>(bytes.data() + 24);
+  const auto payload_crc = LoadAt<uint32_t>(bytes.data() + 32);
   if (version > kReducedVersion || version == 0) {
     *error = "reduced format version " + std::to_string(version) + " (this build reads " +
              std::to_string(kReducedVersion) + ")";

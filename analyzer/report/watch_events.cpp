@@ -181,7 +181,7 @@ std::string DescribeHang(const WatchHang& h) {
   return s;
 }
 
-Json CandidateJson(const WatchCandidate& c) {
+Json WatchCandidateJson(const WatchCandidate& c) {
   return {{"rank_set", c.rank_set},
           {"category", c.category},
           {"function", c.function},
@@ -213,11 +213,11 @@ Json EventJson(const WatchEvent& e, const std::string& timestamp) {
   switch (e.type) {
     case WatchEventType::kCandidateChanged:
       j["changed"] = e.what_changed;
-      j["previous"] = CandidateJson(e.previous);
+      j["previous"] = WatchCandidateJson(e.previous);
       [[fallthrough]];
     case WatchEventType::kCandidateAppeared:
     case WatchEventType::kCandidateCleared:
-      j.update(CandidateJson(e.candidate));
+      j.update(WatchCandidateJson(e.candidate));
       break;
     case WatchEventType::kHang:
     case WatchEventType::kHangCleared:

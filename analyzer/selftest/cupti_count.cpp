@@ -63,7 +63,7 @@ void CUPTIAPI Completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t val
 }
 
 template <typename Fn>
-bool Get(void* lib, const char* name, Fn* out) {
+bool ResolveCupti(void* lib, const char* name, Fn* out) {
   *out = reinterpret_cast<Fn>(dlsym(lib, name));
   return *out != nullptr;
 }
@@ -82,11 +82,11 @@ bool StartCuptiCount(std::string* soname, std::string* why) {
     *why = "libcupti.so.13, libcupti.so.12 not found";
     return false;
   }
-  if (!Get(lib, "cuptiActivityRegisterCallbacks", &g_api.register_callbacks) ||
-      !Get(lib, "cuptiActivityEnable", &g_api.enable) ||
-      !Get(lib, "cuptiActivityFlushAll", &g_api.flush_all) ||
-      !Get(lib, "cuptiActivityGetNextRecord", &g_api.next_record) ||
-      !Get(lib, "cuptiActivityGetNumDroppedRecords", &g_api.dropped)) {
+  if (!ResolveCupti(lib, "cuptiActivityRegisterCallbacks", &g_api.register_callbacks) ||
+      !ResolveCupti(lib, "cuptiActivityEnable", &g_api.enable) ||
+      !ResolveCupti(lib, "cuptiActivityFlushAll", &g_api.flush_all) ||
+      !ResolveCupti(lib, "cuptiActivityGetNextRecord", &g_api.next_record) ||
+      !ResolveCupti(lib, "cuptiActivityGetNumDroppedRecords", &g_api.dropped)) {
     *why = *soname + " lacks the Activity API";
     return false;
   }

@@ -45,7 +45,7 @@ void AddLogging(int rank, double critical_share, format::Window* w) {
   REQUIRE(format::FillFunctionIds(&w->functions));
 }
 
-Json Analyze(double critical_share, const char* min_score = "0.01") {
+Json AnalyzeShare(double critical_share, const char* min_score = "0.01") {
   JobSpec spec;
   spec.shape = SmallShape();
   spec.edit = [&](int rank, format::Window* w) { AddLogging(rank, critical_share, w); };
@@ -62,10 +62,10 @@ const Json* Find(const Json& cands, const std::string& function) {
 }  // namespace
 
 TEST_CASE("extra host work hidden behind device work is no candidate", "[analyzer][critical]") {
-  const Json j = Analyze(0.0);
+  const Json j = AnalyzeShare(0.0);
   INFO(j["candidates"].dump(2));
   // Seen, and judged: with --min-score 0 it is there, costing nothing.
-  const Json all = Analyze(0.0, "0");
+  const Json all = AnalyzeShare(0.0, "0");
   const Json* seen = Find(all["candidates"], kLog);
   REQUIRE(seen != nullptr);
   CHECK((*seen)["impact_s_per_iter"].get<double>() == 0);
@@ -76,7 +76,7 @@ TEST_CASE("extra host work hidden behind device work is no candidate", "[analyze
 
 TEST_CASE("extra host work that starves the device is charged what reached the critical path",
           "[analyzer][critical]") {
-  const Json j = Analyze(0.5);
+  const Json j = AnalyzeShare(0.5);
   INFO(j["candidates"].dump(2));
   const Json* c = Find(j["candidates"], kLog);
   REQUIRE(c != nullptr);
@@ -302,7 +302,7 @@ constexpr char kLoader[] = "torch/utils/data/dataloader.py:736:_BaseDataLoaderIt
 // Every rank's data loader takes `loader_ms` of its 500 ms step; of it, `critical_share` ran
 // while the device had nothing queued. With `timeline` false the windows carry no device
 // timeline (no critical path): the loader is judged on its host time.
-Json AnalyzeLoader(double loader_ms, double critical_share, bool timeline) {
+Json AnalyzeCriticalLoader(double loader_ms, double critical_share, bool timeline) {
   JobSpec spec;
   spec.shape = SmallShape();
   spec.edit = [&](int, format::Window* w) {
@@ -329,16 +329,16 @@ TEST_CASE("a data loader on a device rank costs what of it left the device idle"
           "[analyzer][critical]") {
   // 20 ms of a 500 ms step (4%, above the 1% expected): fetched while the GPU works through its
   // queue it costs nothing; fetched while the GPU waits, it is the job's.
-  const Json hidden = AnalyzeLoader(20, 0.0, true);
+  const Json hidden = AnalyzeCriticalLoader(20, 0.0, true);
   INFO(hidden["candidates"].dump(2));
   CHECK(Find(hidden["candidates"], kLoader) == nullptr);
-  const Json starving = AnalyzeLoader(20, 1.0, true);
+  const Json starving = AnalyzeCriticalLoader(20, 1.0, true);
   INFO(starving["candidates"].dump(2));
   const Json* c = Find(starving["candidates"], kLoader);
   REQUIRE(c != nullptr);
   CHECK((*c)["evidence"]["source"] == "expected_range");
   // No timeline: its host time is all there is to judge.
-  const Json unknown = AnalyzeLoader(20, 0.0, false);
+  const Json unknown = AnalyzeCriticalLoader(20, 0.0, false);
   INFO(unknown["candidates"].dump(2));
   CHECK(Find(unknown["candidates"], kLoader) != nullptr);
 }

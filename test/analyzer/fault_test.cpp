@@ -21,7 +21,7 @@ struct Case {
   const char* function;       // substring of the top candidate's function
 };
 
-Json Analyze(const JobSpec& spec, const std::string& dir) {
+Json AnalyzeFault(const JobSpec& spec, const std::string& dir) {
   WriteJob(dir, spec);
   const CliResult r = Cli({"analyze", dir, "--json", "-", "--threads", "2", "--top", "20"});
   REQUIRE(r.code == 0);
@@ -94,7 +94,7 @@ TEST_CASE("each fault class names its cause first", "[analyzer][faults]") {
       spec.shape.fault_peer = c.peer;
       spec.shape.fault_factor = c.factor;
       spec.shape.p2p_ring = c.ring;
-      const Json j = Analyze(spec, dir);
+      const Json j = AnalyzeFault(spec, dir);
       RemoveTree(dir);
       REQUIRE(j["candidates"].size() >= 1);
       const Json& top = j["candidates"][0];
@@ -121,7 +121,7 @@ TEST_CASE("a hang names the missing rank and its last Python frame", "[analyzer]
   spec.shape = SmallShape();
   spec.shape.fault = Fault::kHang;
   spec.shape.fault_rank = 3;
-  const Json j = Analyze(spec, dir);
+  const Json j = AnalyzeFault(spec, dir);
   RemoveTree(dir);
   REQUIRE(j["hangs"].size() == 1);
   const Json& h = j["hangs"][0];
@@ -142,7 +142,7 @@ TEST_CASE("clean runs report nothing above the threshold", "[analyzer][clean]") 
     spec.shape.jitter = 0.05;
     spec.shape.run_seed = run;
     spec.shape.p2p_ring = run == 2;
-    const Json j = Analyze(spec, dir);
+    const Json j = AnalyzeFault(spec, dir);
     RemoveTree(dir);
     INFO("run " << run << ": " << j["candidates"].dump(2));
     CHECK(j["candidates"].empty());
@@ -157,7 +157,7 @@ TEST_CASE("pipeline stages with unequal work are not compared as peers", "[analy
   spec.shape = SmallShape();
   spec.shape.pipeline_stages = 4;
   spec.shape.jitter = 0.05;
-  const Json j = Analyze(spec, dir);
+  const Json j = AnalyzeFault(spec, dir);
   RemoveTree(dir);
   INFO(j["candidates"].dump(2));
   CHECK(j["peer_groups"].size() == 4);
@@ -173,7 +173,7 @@ TEST_CASE("a pipeline stage's slow GPU is found within its stage", "[analyzer][p
   spec.shape.fault = Fault::kSlowGpu;
   spec.shape.fault_rank = 12;
   spec.shape.fault_factor = 1.3;
-  const Json j = Analyze(spec, dir);
+  const Json j = AnalyzeFault(spec, dir);
   RemoveTree(dir);
   REQUIRE_FALSE(j["candidates"].empty());
   CHECK(j["candidates"][0]["category"] == "gpu_compute");
@@ -189,7 +189,7 @@ TEST_CASE("a fault that starts mid-run is found and persistence is reported",
   spec.shape.fault = Fault::kSlowDataLoader;
   spec.shape.fault_factor = 20;
   spec.shape.fault_from_window = 3;
-  const Json j = Analyze(spec, dir);
+  const Json j = AnalyzeFault(spec, dir);
   RemoveTree(dir);
   REQUIRE_FALSE(j["candidates"].empty());
   const Json& top = j["candidates"][0];
@@ -226,7 +226,7 @@ TEST_CASE("network cells name a slow link or a slow node", "[analyzer][faults][n
       spec.shape.fault_rank = c.rank;
       spec.shape.fault_peer = c.peer;
       spec.shape.fault_factor = 1 / 0.3;
-      const Json j = Analyze(spec, dir);
+      const Json j = AnalyzeFault(spec, dir);
       RemoveTree(dir);
       INFO(j["candidates"].dump(2));
       if (c.rank_set.empty()) {

@@ -43,7 +43,7 @@ std::vector<analyzer::Hang> Launched(std::vector<ExitState> exits, std::vector<u
 
 // Ranks 0-2 launched all-reduce #10; rank 3 is still at #9 (it never arrived) unless
 // `all_arrived`.
-std::vector<analyzer::Hang> Job(std::vector<ExitState> exits, bool all_arrived = false) {
+std::vector<analyzer::Hang> HangsOf(std::vector<ExitState> exits, bool all_arrived = false) {
   return Launched(exits, {10, 10, 10, all_arrived ? 10u : 9u}, 9);
 }
 
@@ -54,12 +54,12 @@ constexpr ExitState kTerm = ExitState::kSigterm;
 }  // namespace
 
 TEST_CASE("a job whose every rank exited normally is not hung", "[analyzer][hang]") {
-  CHECK(Job({kNormal, kNormal, kNormal, kNormal}).empty());
-  CHECK(Job({kNormal, kNormal, kNormal, kNormal}, true).empty());
+  CHECK(HangsOf({kNormal, kNormal, kNormal, kNormal}).empty());
+  CHECK(HangsOf({kNormal, kNormal, kNormal, kNormal}, true).empty());
 }
 
 TEST_CASE("still running everywhere: the hang is reported, nobody vanished", "[analyzer][hang]") {
-  const auto hangs = Job({kRunning, kRunning, kRunning, kRunning});
+  const auto hangs = HangsOf({kRunning, kRunning, kRunning, kRunning});
   REQUIRE(hangs.size() == 1);
   CHECK(hangs[0].ranks_missing == std::vector<int>{3});
   CHECK(hangs[0].ranks_vanished.empty());
@@ -91,7 +91,7 @@ TEST_CASE("ranks that launched further ahead do not make one that arrived a susp
 }
 
 TEST_CASE("a rank that vanished while the others exited is named", "[analyzer][hang]") {
-  const auto hangs = Job({kNormal, kNormal, kNormal, kRunning});
+  const auto hangs = HangsOf({kNormal, kNormal, kNormal, kRunning});
   REQUIRE(hangs.size() == 1);
   CHECK(hangs[0].ranks_missing == std::vector<int>{3});
   CHECK(hangs[0].ranks_vanished == std::vector<int>{3});
@@ -99,11 +99,11 @@ TEST_CASE("a rank that vanished while the others exited is named", "[analyzer][h
 }
 
 TEST_CASE("terminated ranks are named in the hang", "[analyzer][hang]") {
-  const auto hangs = Job({kTerm, kTerm, kTerm, kRunning});
+  const auto hangs = HangsOf({kTerm, kTerm, kTerm, kRunning});
   REQUIRE(hangs.size() == 1);
   CHECK(hangs[0].ranks_sigterm == std::vector<int>{0, 1, 2});
   CHECK(hangs[0].ranks_vanished == std::vector<int>{3});
-  const auto comm = Job({kTerm, kTerm, kTerm, kTerm}, true);
+  const auto comm = HangsOf({kTerm, kTerm, kTerm, kTerm}, true);
   REQUIRE(comm.size() == 1);
   CHECK(comm[0].communication);
   CHECK(comm[0].ranks_sigterm == std::vector<int>{0, 1, 2, 3});

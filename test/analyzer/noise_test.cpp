@@ -13,7 +13,7 @@ using synthetic::Fault;
 constexpr int kRanks = 16;
 constexpr int kWindows = 8;
 
-JobSpec Job() {
+JobSpec NoisyJob() {
   JobSpec spec;
   spec.ranks = kRanks;
   spec.windows = kWindows;
@@ -89,7 +89,7 @@ bool NamesHostCpu(const Json& candidates) {
 }  // namespace
 
 TEST_CASE("scheduler noise on every rank is not a slow rank", "[analyzer][noise]") {
-  JobSpec spec = Job();
+  JobSpec spec = NoisyJob();
   spec.edit = SchedulerNoise;
   const Json j = AnalyzeJob(spec);
   INFO(j["candidates"].dump(2));
@@ -97,7 +97,7 @@ TEST_CASE("scheduler noise on every rank is not a slow rank", "[analyzer][noise]
 }
 
 TEST_CASE("a contended rank stands out of the scheduler noise", "[analyzer][noise]") {
-  JobSpec spec = Job();
+  JobSpec spec = NoisyJob();
   spec.shape.fault = Fault::kCpuContention;
   spec.shape.fault_rank = 13;
   spec.shape.fault_factor = 1.6;
@@ -112,7 +112,7 @@ TEST_CASE("a contended rank stands out of the scheduler noise", "[analyzer][nois
 }
 
 TEST_CASE("a preempted call among few timed ones is not a slow rank", "[analyzer][noise]") {
-  JobSpec spec = Job();
+  JobSpec spec = NoisyJob();
   // The same rank in half of the windows, and nowhere else: only its sampling error explains it.
   spec.edit = [](int rank, format::Window* w) {
     SampleCudaApi(w);
@@ -124,7 +124,7 @@ TEST_CASE("a preempted call among few timed ones is not a slow rank", "[analyzer
 }
 
 TEST_CASE("a contended rank is found through sampled host timing", "[analyzer][noise]") {
-  JobSpec spec = Job();
+  JobSpec spec = NoisyJob();
   spec.shape.fault = Fault::kCpuContention;
   spec.shape.fault_rank = 13;
   spec.shape.fault_factor = 1.6;
@@ -147,7 +147,7 @@ TEST_CASE("a CUDA API call counts once in the API sum, not again at its call sit
           "[analyzer][noise]") {
   // Every API function gets a call-site child with the same calls, as the preload hooks record
   // them. Rank 5's calls take 2% of the iteration longer: once, not twice.
-  JobSpec spec = Job();
+  JobSpec spec = NoisyJob();
   spec.edit = [](int rank, format::Window* w) {
     double api_ns = 0;
     for (const format::FunctionPattern& p : w->functions) {
@@ -184,7 +184,7 @@ TEST_CASE("a GC pause is the collector's, not the Python function's that trigger
   // The recorder charges a pause to the collector and takes it out of the self time of the
   // Python function running at the time (python/cpython_gc.cpp): make_garbage's inclusive time
   // holds rank 4's pauses, its self time does not.
-  JobSpec spec = Job();
+  JobSpec spec = NoisyJob();
   spec.shape.fault = Fault::kGc;
   spec.shape.fault_rank = 4;
   spec.shape.fault_factor = 60;
@@ -221,7 +221,7 @@ namespace perftracker::testing {
 // After the last step every rank synchronizes, meets the others at a barrier and tears down: a
 // window with no iteration in it, whose time is all waiting. It is no slow iteration.
 TEST_CASE("the shutdown after the last iteration is not a slowdown", "[analyzer][noise]") {
-  JobSpec spec = Job();
+  JobSpec spec = NoisyJob();
   spec.edit = [](int, format::Window* w) {
     if (w->iter_begin != uint64_t{kWindows - 1} * static_cast<uint64_t>(SmallShape().iterations))
       return;
@@ -247,7 +247,7 @@ namespace perftracker::testing {
 // caller is a function of its own, and the caller's self time is smaller by the leaf's time: a
 // function only rank 3 has, and a caller faster on rank 3 alone, yet no rank differs.
 TEST_CASE("a rank alone in detailed mode is not a deviation", "[analyzer][noise]") {
-  JobSpec spec = Job();
+  JobSpec spec = NoisyJob();
   spec.edit = [](int rank, format::Window* w) {
     const uint64_t iterations = std::max<uint64_t>(1, w->iterations.count);
     format::FunctionPattern body;
@@ -285,7 +285,7 @@ namespace perftracker::testing {
 // the first window) and saves a checkpoint in one window: its steady state is its peers', so it
 // stays among them.
 TEST_CASE("start-up and one-off work do not split a rank from its peers", "[analyzer][noise]") {
-  JobSpec spec = Job();
+  JobSpec spec = NoisyJob();
   spec.edit = [](int rank, format::Window* w) {
     if (rank != 0 || (w->window_seq != 0 && w->window_seq != 5)) return;
     for (int i = 0; i < 300; ++i) {
@@ -337,7 +337,7 @@ void Oversubscribed(int rank, format::Window* w) {
 }  // namespace
 
 TEST_CASE("a pattern the host's noise makes somewhere is not a slow rank", "[analyzer][noise]") {
-  JobSpec spec = Job();
+  JobSpec spec = NoisyJob();
   spec.edit = Oversubscribed;
   const Json j = AnalyzeJob(spec);
   INFO(j["candidates"].dump(2));

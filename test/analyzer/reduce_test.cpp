@@ -36,7 +36,7 @@ JobSpec TwoFaultJob() {
   return spec;
 }
 
-Json Analyze(const std::string& dir, std::vector<std::string> extra = {}) {
+Json AnalyzeDir(const std::string& dir, std::vector<std::string> extra = {}) {
   std::vector<std::string> args = {"analyze", dir, "--json", "-", "--jobs", "2", "--top", "20"};
   args.insert(args.end(), extra.begin(), extra.end());
   const CliResult r = Cli(args);
@@ -77,7 +77,7 @@ TEST_CASE("reduce -> gather -> analyze reports what analyze on the rings reports
           "[analyzer][reduce]") {
   const std::string dir = MakeTempDir();
   WriteJob(dir + "/raw", TwoFaultJob());
-  const Json raw = Analyze(dir + "/raw");
+  const Json raw = AnalyzeDir(dir + "/raw");
   REQUIRE(raw["candidates"][0]["rank_set"] == Json::array({6}));
 
   fs::create_directories(dir + "/gathered");
@@ -92,7 +92,7 @@ TEST_CASE("reduce -> gather -> analyze reports what analyze on the rings reports
   }
   for (const auto& e : fs::directory_iterator(dir + "/gathered")) reduced += e.file_size();
   CHECK(reduced * 4 < rings);
-  CheckSameCandidates(raw, Analyze(dir + "/gathered"));
+  CheckSameCandidates(raw, AnalyzeDir(dir + "/gathered"));
 
   SECTION("reduced files and rings mixed") {
     fs::create_directories(dir + "/mixed");
@@ -100,14 +100,14 @@ TEST_CASE("reduce -> gather -> analyze reports what analyze on the rings reports
     fs::copy(dir + "/gathered/node3.ptrd", dir + "/mixed/node3.ptrd");
     fs::copy(dir + "/raw/job/node1", dir + "/mixed/node1");
     fs::copy(dir + "/raw/job/node2", dir + "/mixed/node2");
-    CheckSameCandidates(raw, Analyze(dir + "/mixed"));
+    CheckSameCandidates(raw, AnalyzeDir(dir + "/mixed"));
   }
   SECTION("a reduction of reductions (a rack's), and one reduced file named directly") {
     Reduce(dir + "/gathered", dir + "/rack.ptrd");
-    CheckSameCandidates(raw, Analyze(dir + "/rack.ptrd"));
+    CheckSameCandidates(raw, AnalyzeDir(dir + "/rack.ptrd"));
   }
   SECTION("a selection applies when reducing and is reported when it cannot apply") {
-    const Json last = Analyze(dir + "/raw", {"--last", "3"});
+    const Json last = AnalyzeDir(dir + "/raw", {"--last", "3"});
     fs::create_directories(dir + "/last");
     for (int node = 0; node < 4; ++node) {
       const std::string n = "node" + std::to_string(node);
@@ -115,8 +115,8 @@ TEST_CASE("reduce -> gather -> analyze reports what analyze on the rings reports
           Cli({"reduce", dir + "/raw/job/" + n, "-o", dir + "/last/" + n + ".ptrd", "--last", "3"});
       REQUIRE(r.code == 0);
     }
-    CheckSameCandidates(last, Analyze(dir + "/last"));
-    const Json ignored = Analyze(dir + "/gathered", {"--last", "3"});
+    CheckSameCandidates(last, AnalyzeDir(dir + "/last"));
+    const Json ignored = AnalyzeDir(dir + "/gathered", {"--last", "3"});
     CHECK(ignored["inputs"]["diagnostics"]["selection_ignored"] == 4);
   }
   RemoveTree(dir);
@@ -135,7 +135,7 @@ TEST_CASE("damaged reduced files: diagnostics and the other nodes' ranks", "[ana
   const std::vector<uint8_t> good = ReadBytes(victim);
   auto analyze_with = [&](std::vector<uint8_t> bytes) {
     WriteBytes(victim, bytes);
-    const Json j = Analyze(dir + "/in");
+    const Json j = AnalyzeDir(dir + "/in");
     CHECK(j["ranks"]["found"] == 12);  // node3's four are lost, the rest kept
     CHECK(j["candidates"][0]["rank_set"] == Json::array({6}));
     return j["inputs"]["diagnostics"];
