@@ -135,7 +135,7 @@ bool WindowEncoder::SameFunctionTable(const std::vector<FunctionPattern>& functi
   return true;
 }
 
-std::span<const uint8_t> WindowEncoder::Encode(const Window& w) {
+std::span<const uint8_t> WindowEncoder::Encode(const Window& w, Details details) {
   using P = FunctionPattern;
   FlatBufferBuilder& b = *builder_;
   std::vector<uint8_t>& s = scratch_;
@@ -160,25 +160,28 @@ std::span<const uint8_t> WindowEncoder::Encode(const Window& w) {
 
   // The detail columns next, so they lie just before the tail: RingWriter::Append gives them a
   // zstd frame of their own, which a reader that does not use them (the analyzer) skips.
-  const auto min = Packed(b, s, f, [](const P& p) { return p.min_ns; });
-  const auto max = Packed(b, s, f, [](const P& p) { return p.max_ns; });
-  const auto device =
-      PackedHistograms(b, s, f, [](const P& p) -> const Histogram& { return p.device; });
-  const auto per_iter =
-      PackedHistograms(b, s, f, [](const P& p) -> const Histogram& { return p.per_iteration; });
-  // Written only when some function has one: a window without any carries no such column, as
-  // writers produced before it existed.
-  const bool any_self =
-      std::any_of(f.begin(), f.end(), [](const P& p) { return !p.self_duration.empty(); });
-  const auto self_duration =
-      any_self ? PackedHistograms(b, s, f,
-                                  [](const P& p) -> const Histogram& { return p.self_duration; })
-               : Bytes();
+  Bytes min, max, device, per_iter, self_duration;
+  if (details == Details::kKeep) {
+    min = Packed(b, s, f, [](const P& p) { return p.min_ns; });
+    max = Packed(b, s, f, [](const P& p) { return p.max_ns; });
+    device = PackedHistograms(b, s, f, [](const P& p) -> const Histogram& { return p.device; });
+    per_iter =
+        PackedHistograms(b, s, f, [](const P& p) -> const Histogram& { return p.per_iteration; });
+    // Written only when some function has one: a window without any carries no such column, as
+    // writers produced before it existed.
+    const bool any_self =
+        std::any_of(f.begin(), f.end(), [](const P& p) { return !p.self_duration.empty(); });
+    if (any_self) {
+      self_duration =
+          PackedHistograms(b, s, f, [](const P& p) -> const Histogram& { return p.self_duration; });
+    }
+  }
+  detail_size_ = b.GetSize() - static_tail_size_;
+
+  // In the body, where kOmit keeps it: `selftest` checks a captured graph's calls by it.
   const bool any_captured = std::any_of(f.begin(), f.end(), [](const P& p) { return p.captured; });
   const auto captured =
       any_captured ? Packed(b, s, f, [](const P& p) { return p.captured; }) : Bytes();
-  detail_size_ = b.GetSize() - static_tail_size_;
-
   const auto count = Packed(b, s, f, [](const P& p) { return p.count; });
   const auto total = Packed(b, s, f, [](const P& p) { return p.total_ns; });
   const auto self = Packed(b, s, f, [](const P& p) { return p.self_ns; });

@@ -43,6 +43,45 @@ TEST_CASE("self-time histograms round-trip; absent reads as empty", "[codec]") {
   CHECK(out.functions[0].self_duration.empty());
 }
 
+TEST_CASE("without details a window keeps everything but the detail columns", "[codec]") {
+  Window w = synthetic::MakeWindow(synthetic::JobShape{}, 5, 8, 3);
+  REQUIRE(w.functions.size() > 2);
+  w.functions[1].self_duration.Add(700, 3);
+  w.functions[2].captured = 4;  // not a detail column: selftest's captured graph reads it
+  REQUIRE_FALSE(w.functions[0].per_iteration.empty());
+  REQUIRE(w.functions[0].max_ns > 0);
+  format::WindowEncoder encoder;
+  const auto with = encoder.Encode(w);
+  const size_t with_size = with.size(), with_details = encoder.detail_size();
+  const auto omitted = encoder.Encode(w, format::Details::kOmit);
+  const std::vector<uint8_t> bytes(omitted.begin(), omitted.end());
+  CHECK(encoder.detail_size() == 0);  // so RingWriter::Append writes no detail frame
+  CHECK(with_details > 0);
+  CHECK(bytes.size() + with_details / 2 < with_size);
+  Window out;
+  REQUIRE(format::DecodeWindow(bytes, &out));
+  Window want = w;
+  for (format::FunctionPattern& p : want.functions) {
+    p.min_ns = p.max_ns = 0;
+    p.device = p.per_iteration = p.self_duration = format::Histogram{};
+  }
+  CHECK(out == want);
+  CHECK(out.functions[2].captured == 4);
+  // What the analyzer decodes (no details) is the same either way: its reports cannot change.
+  Window slim_omitted, slim_kept;
+  REQUIRE(format::DecodeWindow(bytes, &slim_omitted, {.function_details = false}));
+  const auto kept = encoder.Encode(w);
+  REQUIRE(format::DecodeWindow(std::vector<uint8_t>(kept.begin(), kept.end()), &slim_kept,
+                               {.function_details = false}));
+  CHECK(slim_omitted == slim_kept);
+  // The static tail does not depend on it: records of both kinds share one stored table.
+  const std::vector<uint8_t> light_tail(bytes.end() - static_cast<long>(encoder.static_tail_size()),
+                                        bytes.end());
+  const auto again = encoder.Encode(w);
+  CHECK(std::vector<uint8_t>(again.end() - static_cast<long>(encoder.static_tail_size()),
+                             again.end()) == light_tail);
+}
+
 TEST_CASE("an empty window round-trips", "[codec]") {
   const Window w;
   CHECK(RoundTrip(w) == w);

@@ -207,6 +207,9 @@ TEST_CASE("sim_train: every GEMM and NCCL kernel counted, a slow GPU shows", "[d
                        {"PERFTRACKER_DRIVER", "1"},
                        {"PERFTRACKER_SAMPLE_EVERY", "1"},
                        {"SIMGPU_COMPUTE_SLOWDOWN", "1=2.0"},
+                       // The kernels' device histograms (medians below) are detail columns,
+                       // which the library writes in detailed windows only.
+                       {"PERFTRACKER_MODE", "detailed"},
                        // Unscaled, so host gaps between an event and its kernel stay small
                        // next to GEMMs of hundreds of microseconds (a scale of 0.05 would
                        // stretch 10 us of Python into 200 us of device time).
