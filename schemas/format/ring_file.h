@@ -39,9 +39,10 @@ struct Identity {
   int32_t helper_of = 0;
 };
 
-// The level libperftracker.so's writer compresses records at. A light window of 2,000 functions
-// is 31.0 KB at level 1 and 29.6 KB at 7, for ~1.5 ms more of the writer thread once a window
-// (>= PERFTRACKER_WINDOW_S, 20 s); levels beyond 7 gain under 0.1% (FORMAT.md "Sizes and speed").
+// The level libperftracker.so's writer compresses records at. A light record of 2,000 functions
+// is 31.3 KB at level 1 and 29.98 KB at 7, for ~1.5 ms more of the writer thread once a window
+// (>= PERFTRACKER_WINDOW_S, 20 s); level 19 saves 1.2% more at 40 times the time (FORMAT.md
+// "Sizes and speed").
 inline constexpr int kLibraryZstdLevel = 7;
 
 struct RingOptions {
