@@ -158,18 +158,11 @@ void CollectHealth(WriterState& w, ThreadRing* ring) {
   *it = RingCounters{ring, dropped, ns, calls};
 }
 
-// Detailed windows only: a light window's detail columns would be two fifths of its record (21 of
-// 52 KB for 2,000 functions), and only `dump` reads them; a detailed period, which the slowdown
-// trigger or the trigger file starts, records them when someone will look (FORMAT.md).
-format::Details DetailsOf(const format::Window& window) {
-  return window.detailed ? format::Details::kKeep : format::Details::kOmit;
-}
-
 void Append(WriterState& w, format::Window& window) {
   if (YieldedToRanks(w)) return;
   g_slice_epoch.fetch_add(1, std::memory_order_relaxed);  // iterations may not come from Python
   window.detailed = w.mode_trigger->Detailed(window.iter_begin);
-  const auto bytes = w.encoder.Encode(window, DetailsOf(window));
+  const auto bytes = w.encoder.Encode(window, format::LibraryDetails(window));
   SlowDisk(w);
   if (EnsureRing(w) &&
       w.ring->Append(bytes, w.encoder.static_tail_size(), w.encoder.detail_size())) {
@@ -198,7 +191,8 @@ void WriteLive(WriterState& w, uint64_t now) {
   // see a fault only once the window that holds it ends. Left out where it does not fit.
   format::Window open = w.aggregator->Snapshot(now, GetTables());
   open.detailed = w.mode_trigger->Detailed(open.iter_begin);
-  format::CompressOpenWindow(w.live_encoder.Encode(open, DetailsOf(open)), &live.open_window);
+  format::CompressOpenWindow(w.live_encoder.Encode(open, format::LibraryDetails(open)),
+                             &live.open_window);
   std::span<const uint8_t> bytes = format::EncodeLiveState(live, w.live_builder);
   if (bytes.size() > w.ring->live_capacity()) {
     live.open_window.clear();

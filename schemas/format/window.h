@@ -190,12 +190,18 @@ inline uint64_t WindowLengthNs(const Window& w) {
 // index does not point to an earlier function.
 bool FillFunctionIds(std::vector<FunctionPattern>* functions);
 
-// Serializes windows. Reuses its buffers: keep one per writer thread.
 // Whether WindowEncoder writes the functions' detail columns (min_ns, max_ns and the device,
 // per-iteration and self-duration histograms). kOmit leaves them absent, as if empty: in a window
 // of 2,000 functions they are 21 of 52 KB compressed, and no analysis reads them (FORMAT.md).
 enum class Details : bool { kOmit = false, kKeep = true };
 
+// What libperftracker.so writes: the detail columns in detailed windows only, the periods someone
+// asked for (PERFTRACKER_MODE=detailed, the trigger file) or the slowdown trigger started.
+inline Details LibraryDetails(const Window& w) {
+  return w.detailed ? Details::kKeep : Details::kOmit;
+}
+
+// Serializes windows. Reuses its buffers: keep one per writer thread.
 class WindowEncoder {
  public:
   WindowEncoder();

@@ -49,9 +49,7 @@ void BM_EncodeCompressAppend(benchmark::State& state) {
   format::WindowEncoder encoder;
   size_t raw = 0;
   for (auto _ : state) {
-    // As the library writes it: the detail columns in detailed windows only.
-    const auto bytes =
-        encoder.Encode(window, window.detailed ? format::Details::kKeep : format::Details::kOmit);
+    const auto bytes = encoder.Encode(window, format::LibraryDetails(window));
     raw = bytes.size();
     if (!writer->Append(bytes, encoder.static_tail_size(), encoder.detail_size())) {
       state.SkipWithError("append failed");
@@ -82,7 +80,7 @@ void BM_ReadDecode(benchmark::State& state) {
   {
     auto writer = format::RingWriter::Create(path, {}, options, &error);
     format::WindowEncoder encoder;
-    const auto bytes = encoder.Encode(window, format::Details::kOmit);  // light, as the library
+    const auto bytes = encoder.Encode(window, format::LibraryDetails(window));  // light
     while (writer->Append(bytes, encoder.static_tail_size(), encoder.detail_size()) &&
            writer->next_seq() * 40'000 < options.file_size) {
     }

@@ -15,6 +15,12 @@ using format::Window;
 
 namespace {
 
+// The static tail (WindowEncoder::static_tail_size) of what `encoder` encoded last.
+std::vector<uint8_t> TailOf(std::span<const uint8_t> encoded,
+                            const format::WindowEncoder& encoder) {
+  return {encoded.end() - static_cast<long>(encoder.static_tail_size()), encoded.end()};
+}
+
 Window RoundTrip(const Window& w) {
   format::WindowEncoder encoder;
   const auto bytes = encoder.Encode(w);
@@ -55,6 +61,7 @@ TEST_CASE("without details a window keeps everything but the detail columns", "[
   const size_t with_size = with.size(), with_details = encoder.detail_size();
   const auto omitted = encoder.Encode(w, format::Details::kOmit);
   const std::vector<uint8_t> bytes(omitted.begin(), omitted.end());
+  const std::vector<uint8_t> light_tail = TailOf(omitted, encoder);
   CHECK(encoder.detail_size() == 0);  // so RingWriter::Append writes no detail frame
   CHECK(with_details > 0);
   CHECK(bytes.size() + with_details / 2 < with_size);
@@ -75,11 +82,7 @@ TEST_CASE("without details a window keeps everything but the detail columns", "[
                                {.function_details = false}));
   CHECK(slim_omitted == slim_kept);
   // The static tail does not depend on it: records of both kinds share one stored table.
-  const std::vector<uint8_t> light_tail(bytes.end() - static_cast<long>(encoder.static_tail_size()),
-                                        bytes.end());
-  const auto again = encoder.Encode(w);
-  CHECK(std::vector<uint8_t>(again.end() - static_cast<long>(encoder.static_tail_size()),
-                             again.end()) == light_tail);
+  CHECK(TailOf(kept, encoder) == light_tail);
 }
 
 TEST_CASE("an empty window round-trips", "[codec]") {
@@ -119,11 +122,8 @@ TEST_CASE("hardware and host signals round-trip; absent reads as none", "[codec]
   format::WindowEncoder encoder;
   Window bare = w;
   bare.signals.clear();
-  const auto a = encoder.Encode(bare);
-  const std::vector<uint8_t> tail(a.end() - static_cast<long>(encoder.static_tail_size()), a.end());
-  const auto b = encoder.Encode(w);
-  CHECK(std::vector<uint8_t>(b.end() - static_cast<long>(encoder.static_tail_size()), b.end()) ==
-        tail);
+  const std::vector<uint8_t> tail = TailOf(encoder.Encode(bare), encoder);
+  CHECK(TailOf(encoder.Encode(w), encoder) == tail);
 }
 
 TEST_CASE("a signal of an unknown kind or a non-finite value is dropped, not the window",
