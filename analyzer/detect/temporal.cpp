@@ -3,11 +3,13 @@
 // latest third of the slots is compared with the earliest third after start-up (the first
 // slot); it must have grown by more than 1% of the iteration and a quarter of its old value, and
 // the iteration must have grown with it (the extra time is on the critical path), and the new
-// level must lie above every slot of the earliest third (above the noise it showed by itself).
+// level must lie three standard deviations above the old one, the deviation estimated from the
+// earliest third's own spread (above the noise it showed by itself).
 // A third's level is its lowest slot: a change of level raises every slot, while a periodic
 // cost (a checkpoint every N steps) raises only some, and how many of those fall in each third
 // is chance.
 #include <algorithm>
+#include <iterator>
 
 #include "analyzer/detect/detect.h"
 #include "analyzer/base/parallel.h"
@@ -84,6 +86,20 @@ bool ThirdsOf(const std::vector<double>& v, Thirds* t) {
   return true;
 }
 
+// The level a change must clear: three standard deviations above the earliest third's level,
+// the deviation estimated from that third's range (its highest slot less its lowest). A range
+// of few slots understates the spread (the range of 2 normal draws averages 1.13 deviations, of
+// 10 3.08: the d2 constants of quality control), so fewer slots ask for a wider margin. Two
+// slots of a host shared with other work can be a lucky window and an ordinary one; a level
+// above both is then no change.
+double NoiseBound(const Thirds& t) {
+  static constexpr double kD2[] = {1.128, 1.693, 2.059, 2.326, 2.534,
+                                   2.704, 2.847, 2.970, 3.078};
+  const size_t i = std::min(std::max<size_t>(t.third, 2), std::size(kD2) + 1) - 2;
+  const double range = std::max(0.0, t.base_high - t.base);
+  return std::max(t.base_high, t.base + 3 * range / kD2[i]);
+}
+
 void TestMetric(const Frame& f, int gi, int32_t fn, Aggregate agg, const Series& s,
                 std::vector<Finding>* out) {
   const PeerGroup& g = (*f.groups)[static_cast<size_t>(gi)];
@@ -94,10 +110,10 @@ void TestMetric(const Frame& f, int gi, int32_t fn, Aggregate agg, const Series&
   const double base_t = step.base, recent_t = step.recent;
   const double change = recent - base;
   if (change <= std::max(0.01 * recent_t, 0.25 * base)) return;
-  // A change of level lifts every recent slot above the whole earliest third. Where the recent
-  // level is within the range the earliest third spanned on its own (a host shared with other
-  // work, whose steps swing by a third from window to window), nothing changed but the noise.
-  if (recent <= value.base_high) return;
+  // A change of level lifts every recent slot above the whole earliest third, and beyond the
+  // noise it showed (a host shared with other work, whose steps swing by a third from window to
+  // window): within that, nothing changed but the noise.
+  if (recent <= NoiseBound(value)) return;
   if (recent_t - base_t < 0.5 * change) return;
   Finding x;
   x.source = Source::kTemporal;
