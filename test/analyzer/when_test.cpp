@@ -3,6 +3,9 @@
 // counts only the windows the fault was in.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <vector>
+
 #include "test/analyzer/fixture.h"
 
 namespace perftracker::testing {
@@ -94,6 +97,40 @@ TEST_CASE("a periodic cost on every rank is not a trend, however its windows fal
   const Json j = AnalyzeJob(spec);
   INFO(j["candidates"].dump(2));
   for (const Json& c : j["candidates"]) CHECK(c["evidence"]["source"] != "temporal");
+}
+
+// Every rank evaluates a function whose time per iteration moves from window to window as on a
+// host shared with other work. In the noisy run the earliest third (windows 1-2) holds a lucky
+// window and an ordinary one, and the latest third's level clears the ordinary one by a little:
+// that is the noise, not a change (two windows show a third of it at most). In the changed run
+// the same earliest third is steady and the latest windows sit far above it: a change.
+TEST_CASE("a level change must clear the noise the earliest windows showed, judged by how few",
+          "[analyzer][when]") {
+  const auto run = [](std::vector<double> ms_by_window) {
+    JobSpec spec;
+    spec.windows = 8;
+    spec.shape = SmallShape();
+    spec.edit = [ms_by_window](int, format::Window* w) {
+      const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
+      const double ms = ms_by_window.at(static_cast<size_t>(w->window_seq));
+      format::FunctionPattern f;
+      f.kind = format::FunctionKind::kPython;
+      f.name = "/home/user/train.py:40:step_work";
+      f.count = n;
+      f.total_ns = f.self_ns = static_cast<uint64_t>(ms * 1e6) * n;
+      f.min_ns = f.max_ns = f.total_ns / n;
+      w->iterations.total_ns += f.total_ns;
+      w->functions.push_back(std::move(f));
+      REQUIRE(format::FillFunctionIds(&w->functions));
+    };
+    const Json j = AnalyzeJob(spec, {"--min-score", "0"});
+    INFO(j["candidates"].dump(2));
+    bool trend = false;
+    for (const Json& c : j["candidates"]) trend |= c["evidence"]["source"] == "temporal";
+    return trend;
+  };
+  CHECK_FALSE(run({40, 40, 59, 55, 70, 69, 61, 75}));
+  CHECK(run({40, 40, 44, 45, 80, 82, 84, 88}));
 }
 
 // The collectives' expected range: bus bandwidth at least half the link's peak. The job's own
