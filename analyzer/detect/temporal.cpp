@@ -95,7 +95,7 @@ bool ThirdsOf(const std::vector<double>& v, Thirds* t) {
 double NoiseBound(const Thirds& t) {
   static constexpr double kD2[] = {1.128, 1.693, 2.059, 2.326, 2.534,
                                    2.704, 2.847, 2.970, 3.078};
-  const size_t i = std::min(std::max<size_t>(t.third, 2), std::size(kD2) + 1) - 2;
+  const size_t i = std::clamp<size_t>(t.third, 2, std::size(kD2) + 1) - 2;  // kD2[0]: 2 slots
   const double range = std::max(0.0, t.base_high - t.base);
   return std::max(t.base_high, t.base + 3 * range / kD2[i]);
 }

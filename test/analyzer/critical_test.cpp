@@ -19,17 +19,6 @@ JobSpec EightWindows() {
   return spec;
 }
 
-// A Python function that takes `per_iter` of each of `n` iterations, all of it its own time.
-format::FunctionPattern PythonFunction(const char* name, uint64_t n, uint64_t per_iter) {
-  format::FunctionPattern f;
-  f.kind = format::FunctionKind::kPython;
-  f.name = name;
-  f.count = n;
-  f.self_ns = f.total_ns = per_iter * n;
-  f.min_ns = f.max_ns = per_iter;
-  return f;
-}
-
 // Every window carries critical-path time (none of it on the peers: their host runs ahead);
 // rank 0 runs kLog for 60 ms of its 500 ms step, of which `critical_share` starved its device.
 void AddLogging(int rank, double critical_share, format::Window* w) {
@@ -39,7 +28,7 @@ void AddLogging(int rank, double critical_share, format::Window* w) {
                       (rank == 0 ? 1 + static_cast<uint64_t>(60 * critical_share) : 1);
   if (rank != 0) return;
   const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
-  format::FunctionPattern f = PythonFunction(kLog, n, 60'000'000);
+  format::FunctionPattern f = LeafFunction(format::FunctionKind::kPython, kLog, n, 60'000'000);
   f.critical_ns = static_cast<uint64_t>(critical_share * static_cast<double>(f.self_ns));
   w->functions.push_back(f);
   REQUIRE(format::FillFunctionIds(&w->functions));
@@ -180,7 +169,7 @@ Json AnalyzeCpuJob(bool on_the_loop) {
     }
     const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
     const uint64_t per_iter = rank == 2 ? 60'000'000 : 1'000'000;
-    format::FunctionPattern f = PythonFunction(kFeeder, n, per_iter);
+    format::FunctionPattern f = LeafFunction(format::FunctionKind::kPython, kFeeder, n, per_iter);
     f.critical_ns = on_the_loop ? f.self_ns : 0;
     w->functions.push_back(f);
     REQUIRE(format::FillFunctionIds(&w->functions));
@@ -255,7 +244,8 @@ Json AnalyzeBusyPeers(bool peers_idle_once) {
     const bool idles = rank == 0 || (peers_idle_once && w->window_seq == 0);
     w->device_idle_ns = idles ? 1'000'000 * n : 0;
     const bool slow = rank == 0 && w->window_seq > 0;
-    format::FunctionPattern f = PythonFunction(kWorker, n, slow ? 30'000'000 : 1'000'000);
+    format::FunctionPattern f =
+        LeafFunction(format::FunctionKind::kPython, kWorker, n, slow ? 30'000'000 : 1'000'000);
     f.critical_ns = slow ? 10'000'000 * n : 0;
     w->functions.push_back(f);
     REQUIRE(format::FillFunctionIds(&w->functions));
@@ -363,7 +353,7 @@ Json AnalyzeMovingWait(double flagged_delay) {
     w->thread_cpu_ns = w->iterations.total_ns - w->run_delay_ns;
     const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
     const uint64_t per_iter = flagged ? 25'000'000 : 5'000'000;
-    format::FunctionPattern f = PythonFunction(kForward, n, per_iter);
+    format::FunctionPattern f = LeafFunction(format::FunctionKind::kPython, kForward, n, per_iter);
     f.critical_ns = f.self_ns;
     w->functions.push_back(f);
     REQUIRE(format::FillFunctionIds(&w->functions));

@@ -97,13 +97,8 @@ JobSpec Waiting(uint64_t seed, std::function<double(int)> ms) {
   spec.edit = [ms](int, format::Window* w) {
     const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
     const auto per_iter = static_cast<uint64_t>(ms(static_cast<int>(w->iter_begin / 8)) * 1e6);
-    format::FunctionPattern f;
-    f.kind = format::FunctionKind::kPython;
-    f.name = "train.py:20:wait_for_batch";
-    f.count = n;
-    f.self_ns = f.total_ns = per_iter * n;
-    f.min_ns = f.max_ns = per_iter;
-    w->functions.push_back(f);
+    w->functions.push_back(
+        LeafFunction(format::FunctionKind::kPython, "train.py:20:wait_for_batch", n, per_iter));
     REQUIRE(format::FillFunctionIds(&w->functions));
   };
   return spec;

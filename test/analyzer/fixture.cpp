@@ -21,6 +21,17 @@ synthetic::JobShape SmallShape() {
   return s;
 }
 
+format::FunctionPattern LeafFunction(format::FunctionKind kind, std::string name, uint64_t count,
+                                     uint64_t each_ns) {
+  format::FunctionPattern f;
+  f.kind = kind;
+  f.name = std::move(name);
+  f.count = count;
+  f.self_ns = f.total_ns = each_ns * count;
+  f.min_ns = f.max_ns = each_ns;
+  return f;
+}
+
 std::vector<std::string> WriteJob(const std::string& dir, const JobSpec& spec) {
   std::vector<std::string> paths;
   synthetic::JobShape shape = spec.shape;

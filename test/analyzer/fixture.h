@@ -39,6 +39,11 @@ struct JobSpec {
 // Small, fast defaults: 200 functions, 20 collectives, 8 iterations per window.
 synthetic::JobShape SmallShape();
 
+// A function called `count` times at `each_ns` a call, all of it its own time: what the tests add
+// to a window.
+format::FunctionPattern LeafFunction(format::FunctionKind kind, std::string name, uint64_t count,
+                                     uint64_t each_ns);
+
 // Writes the job under `dir`; returns the path of each rank's file (empty when skipped).
 std::vector<std::string> WriteJob(const std::string& dir, const JobSpec& spec);
 

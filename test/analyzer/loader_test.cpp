@@ -12,17 +12,6 @@ constexpr char kNext[] = "torch/utils/data/dataloader.py:623:_BaseDataLoaderIter
 constexpr char kGetItem[] = "/home/user/data.py:30:ShardDataset.__getitem__";
 constexpr char kTracker[] = "multiprocessing/resource_tracker.py:179:main";
 
-format::FunctionPattern Function(format::FunctionKind kind, const char* name, uint64_t count,
-                                 uint64_t each_ns) {
-  format::FunctionPattern f;
-  f.kind = kind;
-  f.name = name;
-  f.count = count;
-  f.self_ns = f.total_ns = each_ns * count;
-  f.min_ns = f.max_ns = each_ns;
-  return f;
-}
-
 // Every rank waits `wait_ms(rank, window)` a step in the loader's __next__. Each rank has two
 // helpers: a worker that reads and decodes `item_ms(rank)` a step and a resource tracker
 // blocked on its pipe for the whole window, as torch's workers and multiprocessing's tracker
@@ -35,17 +24,17 @@ Json AnalyzeLoader(std::function<double(int, int)> wait_ms, std::function<double
   spec.edit = [&](int rank, format::Window* w) {
     const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
     const auto each = static_cast<uint64_t>(wait_ms(rank, static_cast<int>(w->window_seq)) * 1e6);
-    w->functions.push_back(Function(format::FunctionKind::kDataLoader, kNext, n, each));
+    w->functions.push_back(LeafFunction(format::FunctionKind::kDataLoader, kNext, n, each));
     REQUIRE(format::FillFunctionIds(&w->functions));
   };
   spec.edit_helper = [&](int rank, int helper, format::Window* w) {
     const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
     if (helper == 0) {
       const auto each = static_cast<uint64_t>(item_ms(rank) * 1e6);
-      w->functions.push_back(Function(format::FunctionKind::kPython, kGetItem, n, each));
+      w->functions.push_back(LeafFunction(format::FunctionKind::kPython, kGetItem, n, each));
     } else {
       w->functions.push_back(
-          Function(format::FunctionKind::kPython, kTracker, 1, format::WindowLengthNs(*w)));
+          LeafFunction(format::FunctionKind::kPython, kTracker, 1, format::WindowLengthNs(*w)));
     }
     REQUIRE(format::FillFunctionIds(&w->functions));
   };

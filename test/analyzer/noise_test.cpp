@@ -289,12 +289,9 @@ TEST_CASE("start-up and one-off work do not split a rank from its peers", "[anal
   spec.edit = [](int rank, format::Window* w) {
     if (rank != 0 || (w->window_seq != 0 && w->window_seq != 5)) return;
     for (int i = 0; i < 300; ++i) {
-      format::FunctionPattern f;
-      f.kind = format::FunctionKind::kPython;
-      f.name = "startup.py:" + std::to_string(i) + ":import_" + std::to_string(w->window_seq);
-      f.count = 1;
-      f.total_ns = f.self_ns = f.min_ns = f.max_ns = 1000;
-      w->functions.push_back(std::move(f));
+      w->functions.push_back(LeafFunction(
+          format::FunctionKind::kPython,
+          "startup.py:" + std::to_string(i) + ":import_" + std::to_string(w->window_seq), 1, 1000));
     }
     REQUIRE(format::FillFunctionIds(&w->functions));
   };

@@ -85,12 +85,8 @@ TEST_CASE("a periodic cost on every rank is not a trend, however its windows fal
   spec.edit = [](int, format::Window* w) {
     if (w->window_seq != 2 && w->window_seq != 6 && w->window_seq != 7) return;
     const uint64_t ns = w->iterations.total_ns / 5;
-    format::FunctionPattern f;
-    f.kind = format::FunctionKind::kPython;
-    f.name = "/home/user/train.py:80:evaluate";
-    f.count = 1;
-    f.total_ns = f.self_ns = f.min_ns = f.max_ns = ns;
-    w->functions.push_back(std::move(f));
+    w->functions.push_back(
+        LeafFunction(format::FunctionKind::kPython, "/home/user/train.py:80:evaluate", 1, ns));
     w->iterations.total_ns += ns;
     REQUIRE(format::FillFunctionIds(&w->functions));
   };
@@ -113,14 +109,10 @@ TEST_CASE("a level change must clear the noise the earliest windows showed, judg
     spec.edit = [ms_by_window](int, format::Window* w) {
       const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
       const double ms = ms_by_window.at(static_cast<size_t>(w->window_seq));
-      format::FunctionPattern f;
-      f.kind = format::FunctionKind::kPython;
-      f.name = "/home/user/train.py:40:step_work";
-      f.count = n;
-      f.total_ns = f.self_ns = static_cast<uint64_t>(ms * 1e6) * n;
-      f.min_ns = f.max_ns = f.total_ns / n;
-      w->iterations.total_ns += f.total_ns;
-      w->functions.push_back(std::move(f));
+      const auto each = static_cast<uint64_t>(ms * 1e6);
+      w->functions.push_back(
+          LeafFunction(format::FunctionKind::kPython, "/home/user/train.py:40:step_work", n, each));
+      w->iterations.total_ns += each * n;
       REQUIRE(format::FillFunctionIds(&w->functions));
     };
     const Json j = AnalyzeJob(spec, {"--min-score", "0"});
@@ -189,14 +181,10 @@ TEST_CASE("a group-wide trend that a straggler's own excess explains is its dela
   REQUIRE(excess_ms > 1);
   spec.edit = [&](int, format::Window* w) {
     const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
-    format::FunctionPattern f;
-    f.kind = format::FunctionKind::kPython;
-    f.name = "/home/user/engine.py:31:DeviceThread._serve";
-    f.count = n;
     const double each_ms = w->window_seq >= 5 ? 1 + excess_ms : 1;
-    f.self_ns = f.total_ns = static_cast<uint64_t>(each_ms * 1e6) * n;
-    f.min_ns = f.max_ns = f.self_ns / n;
-    w->functions.push_back(f);
+    w->functions.push_back(LeafFunction(format::FunctionKind::kPython,
+                                        "/home/user/engine.py:31:DeviceThread._serve", n,
+                                        static_cast<uint64_t>(each_ms * 1e6)));
     REQUIRE(format::FillFunctionIds(&w->functions));
   };
   const Json j = AnalyzeJob(spec, {"--min-score", "0"});
