@@ -110,6 +110,14 @@ std::string CulpritSentences(const Json& e) {
                           " longer than its peers' per iteration (its host is slow at them "
                           "too). ");
   }
+  if (e.contains("peers_wait_in")) {
+    const Json& w = e["peers_wait_in"];
+    const double peers = w.value("peers_s_per_iter", 0.0);
+    const double rank = w.value("rank_s_per_iter", 0.0);
+    s += "Its peers wait " + FormatSeconds(peers - rank) + " longer per iteration in " +
+         Code(w.value("function", std::string())) + " (" + FormatSeconds(peers) + " against " +
+         FormatSeconds(rank) + " on its ranks): they wait for it there. ";
+  }
   if (e.contains("likely_victim_of")) {
     const Json& v = e["likely_victim_of"];
     s += "Probably a victim, not a cause: it waits for " +

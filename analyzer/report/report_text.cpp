@@ -115,7 +115,10 @@ std::string EvidenceLine(const Candidate& c) {
   }
   if (e.contains("host_critical_path")) {
     const Json& h = e["host_critical_path"];
-    line += "; of it on the critical path " + FormatSeconds(h.value("reached_s_per_iter", 0.0));
+    // Measured at the peers (arrival) or on the loop's thread, it is no critical-path estimate.
+    line += (by == "arrival" || by == "loop_thread" ? "; of it cost the job "
+                                                    : "; of it on the critical path ") +
+            FormatSeconds(h.value("reached_s_per_iter", 0.0));
   }
   return line;
 }
@@ -210,6 +213,14 @@ std::string ArrivalLine(const Json& a) {
                           " longer than its peers' per iteration");
 }
 
+// The same where the collectives are invisible (DDP over gloo): the frame that holds them.
+std::string PeersWaitLine(const Json& w) {
+  const double peers = w.value("peers_s_per_iter", 0.0), rank = w.value("rank_s_per_iter", 0.0);
+  return "culprit: peers wait " + FormatSeconds(peers - rank) + " more per iteration in " +
+         Short(w.value("function", std::string())) + " (" + FormatSeconds(peers) + " vs " +
+         FormatSeconds(rank) + ")";
+}
+
 void Candidates(const Report& rep, size_t top, std::ostream& out) {
   out << "\nTOP CANDIDATES (score = share of the iteration lost x persistence)\n";
   if (rep.candidates.empty()) {
@@ -229,6 +240,8 @@ void Candidates(const Report& rep, size_t top, std::ostream& out) {
     WriteWhen(c.evidence, out);
     if (c.evidence.contains("arrival"))
       out << "      " << ArrivalLine(c.evidence["arrival"]) << "\n";
+    if (c.evidence.contains("peers_wait_in"))
+      out << "      " << Clean(PeersWaitLine(c.evidence["peers_wait_in"]), 110) << "\n";
     if (c.evidence.contains("top_functions") && !c.evidence["top_functions"].empty()) {
       const Json& t = c.evidence["top_functions"][0];
       out << "      largest part: " << Clean(t.value("function", std::string()), 60) << " (+"

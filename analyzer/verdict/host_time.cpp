@@ -9,6 +9,7 @@
 //     runnable but waited for a CPU. When that explains most of the excess, the verdict is the
 //     host's CPU (host_cpu), never the code, a GPU or PCIe.
 #include <algorithm>
+#include <cmath>
 
 #include "analyzer/detect/detect.h"
 #include "analyzer/verdict/verdict.h"
@@ -24,6 +25,10 @@ constexpr double kDescheduled = 0.5;
 // Share of a host-time excess the peers' extra waiting must reach to confirm that the excess
 // held them up (ArrivalWait): below it, the difference is the peers' noise.
 constexpr double kConfirms = 0.25;
+// How many standard errors from 0 a slot-by-slot difference must be to count where a size
+// cannot confirm it (Compared::consistency): the peers' extra wait for other threads' time,
+// a CPU rank's loop excess.
+constexpr double kConsistent = 3;
 // Peers sampled for the arrival comparison: a median needs no more, and a 16,384-rank group
 // must not cost a pass over every member per candidate.
 constexpr size_t kPeersSampled = 64;
@@ -47,7 +52,26 @@ const Slot* StepSlot(const Frame& f, size_t m, size_t k) {
 struct Compared {
   double culprit_ns = 0, peer_ns = 0;  // per iteration
   double iteration_ns = 0;             // the group's step over the same slots
+  // The slot-by-slot difference (the ranks' mean less the peers' median): its mean over its
+  // standard error. Far from 0 where the ranks differ in slot after slot; near 0 where they
+  // merely happened to in some. 0 with fewer than 3 slots.
+  double consistency = 0;
 };
+
+double Consistency(const std::vector<double>& culprits, const std::vector<double>& peers) {
+  const size_t n = culprits.size();
+  if (n < 3) return 0;
+  double mean = 0, var = 0;
+  for (size_t i = 0; i < n; ++i) mean += culprits[i] - peers[i];
+  mean /= static_cast<double>(n);
+  for (size_t i = 0; i < n; ++i) {
+    const double d = culprits[i] - peers[i] - mean;
+    var += d * d;
+  }
+  const double se = std::sqrt(var / static_cast<double>(n - 1) / static_cast<double>(n));
+  if (se > 0) return mean / se;
+  return mean > 0 ? 1e9 : mean < 0 ? -1e9 : 0;
+}
 
 // A per-slot number (ns per iteration; < 0 where unknown), asked as per_slot(rank index, slot
 // index, slot), on the candidate's ranks (mean) and
@@ -77,7 +101,8 @@ bool CulpritsAndPeers(const Frame& f, const Candidate& c, PerSlot per_slot, Comp
     step_by_slot.push_back(Median(steps));
   }
   if (culprit_by_slot.empty()) return false;
-  *out = {Median(culprit_by_slot), Median(peer_by_slot), Median(step_by_slot)};
+  const double consistency = Consistency(culprit_by_slot, peer_by_slot);
+  *out = {Median(culprit_by_slot), Median(peer_by_slot), Median(step_by_slot), consistency};
   return true;
 }
 
@@ -156,6 +181,18 @@ bool OffTheLoop(const Frame& f, const Candidate& c) {
   return self > 0 && critical == 0;
 }
 
+// A kind's time on the training loop's thread, ns per iteration, on a rank without a device
+// (FORMAT.md: there a function's critical time is its own time on that thread); < 0 elsewhere.
+// The rest of the kind's time is other threads'.
+double LoopTime(const Frame& f, Aggregate kind, const Slot& s) {
+  if (s.critical_windows < s.windows || s.device_windows > 0) return -1;
+  double ns = 0;
+  for (size_t i = 0; i < s.functions.size() && i < f.summed_in.size(); ++i) {
+    if (f.summed_in[i] == kind) ns += s.functions[i].critical_ns;
+  }
+  return PerIteration(s, ns);
+}
+
 // Where the peers waited for the candidate's ranks. A rank that spends longer on its own work
 // reaches the next collective last and waits there least, while its peers wait the difference.
 // With visible collectives arrival order says so (culprit.cpp); when they are not (DDP over
@@ -168,6 +205,8 @@ bool OffTheLoop(const Frame& f, const Candidate& c) {
 struct Wait {
   int32_t function = -1;
   double peer_ns = 0, rank_ns = 0;
+  // How steadily the peers waited longer there, slot by slot (Compared::consistency, turned).
+  double consistency = 0;
 };
 
 bool OnCallPath(const Catalog& catalog, int32_t a, int32_t b) {
@@ -233,16 +272,34 @@ Wait ArrivalWait(const Frame& f, const Candidate& c) {
     }
     best = {static_cast<int32_t>(i), peer, rank};
   }
+  const auto fn = static_cast<size_t>(best.function);
+  const auto waited = [&](size_t, size_t k, const Slot& s) {
+    return ran[k] && fn < s.functions.size() ? s.functions[fn].critical_ns / s.iterations : -1.0;
+  };
+  if (Compared x; best.function >= 0 && CulpritsAndPeers(f, c, waited, &x)) {
+    best.consistency = -x.consistency;
+  }
   return best;
 }
 
+// Who answers for the time a host excess is made of: the training loop's own functions, or
+// other threads (a logger, a metrics exporter) whose time is no measure of what they cost.
+enum class Spent { kOnTheLoop, kOtherThreads };
+
 // The part of a host excess that the peers' waiting confirms reached them (0 when it does not).
-double ConfirmedByArrival(const Frame& f, const Candidate& c, double excess_s, Json* evidence) {
+// The loop's own excess is confirmed by a wait of a good part of it. Other threads' time says
+// nothing of the wait they cause (a thread that holds the GIL a fifth of the time can stretch
+// the step by half; one that sleeps in a queue by nothing): their wait is confirmed by the
+// peers waiting longer slot after slot.
+double ConfirmedByArrival(const Frame& f, const Candidate& c, double excess_s, Spent spent,
+                          Json* evidence) {
   if (c.kind == "sync" || excess_s <= 0) return 0;
   const Wait w = ArrivalWait(f, c);
   const double waited_s = (w.peer_ns - w.rank_ns) * 1e-9;
-  if (w.function < 0 || waited_s < kConfirms * excess_s) return 0;
-  (*evidence)["arrival"] = {
+  const bool confirmed = spent == Spent::kOnTheLoop ? waited_s >= kConfirms * excess_s
+                                                    : waited_s > 0 && w.consistency >= kConsistent;
+  if (w.function < 0 || !confirmed) return 0;
+  (*evidence)["peers_wait_in"] = {
       {"function", f.ds->catalog.functions()[static_cast<size_t>(w.function)].name},
       {"peers_s_per_iter", w.peer_ns * 1e-9},
       {"rank_s_per_iter", w.rank_ns * 1e-9}};
@@ -284,6 +341,44 @@ void Charge(Candidate* c, double reached_s, double iteration_ns) {
   if (iteration_ns > 0) c->evidence["iteration_s"] = iteration_ns * 1e-9;
 }
 
+// What the peers were seen to wait for other threads' time on the candidate's ranks, per
+// iteration (0 when unconfirmed), `step_ns` the group's step: a thread that runs throughout takes
+// more than a step per step, and the peers can wait no more than a step.
+double OtherThreadsWait(const Frame& f, const Candidate& c, double step_ns, double measured_s,
+                        Json* arrival) {
+  const double excess_s = c.impact_s_per_iter;
+  const double payable_s = step_ns > 0 ? std::min(excess_s, step_ns * 1e-9) : excess_s;
+  return std::max(ConfirmedByArrival(f, c, payable_s, Spent::kOtherThreads, arrival), measured_s);
+}
+
+// A kind's excess on a rank without a device, `loop` its time on the training loop's thread:
+// what the loop steadily spent beyond its peers was the step's, and the rest, other threads'
+// time (a logger, a metrics exporter holding the GIL), cost the job only where the peers waited
+// for the rank, as for one such thread's function (OffTheLoop). Unconfirmed, it cost nothing.
+void ChargeOtherThreads(const Frame& f, const Compared& loop, double measured_s, Candidate* c) {
+  const double excess_s = c->impact_s_per_iter;
+  // On a CPU rank in step with its peers, the loop's time is the step's on every rank: a loop
+  // excess that is not there slot after slot is noise.
+  const double loop_s = loop.consistency >= kConsistent
+                            ? std::clamp((loop.culprit_ns - loop.peer_ns) * 1e-9, 0.0, excess_s)
+                            : 0;
+  if (loop_s >= excess_s) return;
+  const double step_ns = Step(f, *c);
+  Json arrival = Json::object();
+  const double confirmed = OtherThreadsWait(f, *c, step_ns, measured_s, &arrival);
+  const double reached_s = std::max(loop_s, confirmed);
+  c->evidence["host_critical_path"] = {{"host_excess_s_per_iter", excess_s},
+                                       {"loop_excess_s_per_iter", loop_s},
+                                       {"reached_s_per_iter", reached_s}};
+  if (confirmed > loop_s) {
+    c->evidence.update(arrival);
+    c->evidence["decided_by"] = "arrival";
+  } else {
+    c->evidence["decided_by"] = "loop_thread";
+  }
+  Charge(c, reached_s, step_ns);
+}
+
 }  // namespace
 
 void AttachRunQueue(const Frame& f, std::vector<Candidate>* cands) {
@@ -323,15 +418,15 @@ void ChargeCriticalPath(const Frame& f, std::vector<Candidate>* cands) {
       // training loop's own functions got slower (the GIL, a core), and the verdict names the
       // thread's function that took the time.
       Json arrival = Json::object();
-      const double confirmed =
-          std::max(ConfirmedByArrival(f, c, c.impact_s_per_iter, &arrival), measured_s);
+      const double step_ns = Step(f, c);
+      const double confirmed = OtherThreadsWait(f, c, step_ns, measured_s, &arrival);
       c.evidence["host_critical_path"] = {{"host_excess_s_per_iter", c.impact_s_per_iter},
                                           {"reached_s_per_iter", confirmed},
                                           {"off_the_training_loop", true}};
       if (confirmed > 0) {
         c.evidence.update(arrival);
         c.evidence["decided_by"] = "arrival";
-        Charge(&c, confirmed, Step(f, c));
+        Charge(&c, confirmed, step_ns);
       } else {
         c.evidence["decided_by"] = "host_critical_path";
         c.score = 0;
@@ -345,14 +440,22 @@ void ChargeCriticalPath(const Frame& f, std::vector<Candidate>* cands) {
     const auto host_critical = [&](size_t m, size_t k, const Slot&) {
       return f.host_critical[m][k];
     };
+    const auto loop_time = [&](size_t, size_t, const Slot& s) {
+      return LoopTime(f, c.aggregate, s);
+    };
     if (!CulpritsAndPeers(f, c, host_critical, &x) || x.iteration_ns <= 0) {
       // No critical path: on a device rank a sync's wait is the device's time (the wait proves
       // it busy), and what the rank's host did beyond its peers is judged by the host time,
       // up to what the peers were measured to wait for it where they were.
+      // On a CPU rank a kind's sum holds other threads' time too.
+      Compared loop;
       if (c.kind == "sync" && !c.rank_set.empty()) {
         c.evidence["decided_by"] = "device_wait";
         c.score = 0;
         c.impact_s_per_iter = 0;
+      } else if (c.kind != "sync" && c.aggregate != Aggregate::kNone &&
+                 CulpritsAndPeers(f, c, loop_time, &loop)) {
+        ChargeOtherThreads(f, loop, measured_s, &c);
       } else if (measured_s > 0 && measured_s < c.impact_s_per_iter) {
         c.evidence["decided_by"] = "arrival";
         Charge(&c, measured_s, Step(f, c));
@@ -364,7 +467,7 @@ void ChargeCriticalPath(const Frame& f, std::vector<Candidate>* cands) {
     // The estimate of the device's queue is an estimate; peers that waited for this rank are a
     // measurement. No estimated share may hide what the arrival evidence confirms.
     Json arrival = Json::object();
-    const double confirmed = ConfirmedByArrival(f, c, excess_s, &arrival);
+    const double confirmed = ConfirmedByArrival(f, c, excess_s, Spent::kOnTheLoop, &arrival);
     c.evidence["host_critical_path"] = {{"rank_s_per_iter", x.culprit_ns * 1e-9},
                                         {"peers_s_per_iter", x.peer_ns * 1e-9},
                                         {"host_excess_s_per_iter", excess_s},

@@ -151,6 +151,20 @@ namespace {
 
 constexpr char kFeeder[] = "threading.py:981:Thread._bootstrap";
 
+// A CPU rank's window: no device work (the synthetic kernels and copies become host calls), and
+// critical-path time carried.
+void AsCpuWindow(format::Window* w) {
+  w->critical_path = true;
+  for (format::FunctionPattern& p : w->functions) {
+    if (p.kind == format::FunctionKind::kKernel || p.kind == format::FunctionKind::kMemcpy ||
+        p.kind == format::FunctionKind::kMemset) {
+      p.kind = format::FunctionKind::kUnknown;
+      p.device_samples = p.device_ns = 0;
+      p.device = {};
+    }
+  }
+}
+
 // CPU training (no kernels or copies; every window carries critical-path time): rank 2 spends
 // 60 ms a step more in kFeeder, on the training loop's thread (critical time = its own time) or
 // on another thread (none).
@@ -158,15 +172,7 @@ Json AnalyzeCpuJob(bool on_the_loop) {
   JobSpec spec;
   spec.shape = SmallShape();
   spec.edit = [&](int rank, format::Window* w) {
-    w->critical_path = true;
-    for (format::FunctionPattern& p : w->functions) {
-      if (p.kind == format::FunctionKind::kKernel || p.kind == format::FunctionKind::kMemcpy ||
-          p.kind == format::FunctionKind::kMemset) {
-        p.kind = format::FunctionKind::kUnknown;
-        p.device_samples = p.device_ns = 0;
-        p.device = {};
-      }
-    }
+    AsCpuWindow(w);
     const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
     const uint64_t per_iter = rank == 2 ? 60'000'000 : 1'000'000;
     format::FunctionPattern f = LeafFunction(format::FunctionKind::kPython, kFeeder, n, per_iter);
@@ -189,6 +195,110 @@ TEST_CASE("on a CPU rank, another thread's extra time is not the step's", "[anal
   REQUIRE(c != nullptr);
   CHECK((*c)["rank_set"] == Json::array({2}));
   CHECK((*c)["evidence"]["decided_by"] == "host_time");
+}
+
+namespace {
+
+constexpr char kMetrics[] = "/home/user/train.py:60:encode_metrics";
+constexpr char kBackward[] = "torch/autograd/__init__.py:103:backward";
+
+// CPU training where only rank 2 runs a metrics thread, 60 ms of Python a step on a thread of its
+// own (no critical time) in a body that never returns, so that the rank's Python sum is the
+// candidate, as on a real rank; every rank's loop runs backward (20 ms), in which the peers also
+// wait `peers_wait_ns[window]` a step for rank 2 at the all-reduce they cannot see (gloo), and
+// rank 2's own backward takes `own_ns[window]` longer (its noise; none when empty).
+JobSpec CpuThreadJob(std::vector<int64_t> peers_wait_ns, std::vector<int64_t> own_ns = {}) {
+  JobSpec spec;
+  spec.shape = SmallShape();
+  spec.windows = static_cast<int>(peers_wait_ns.size());
+  spec.edit = [=](int rank, format::Window* w) {
+    AsCpuWindow(w);
+    const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
+    const size_t k = w->window_seq % peers_wait_ns.size();
+    const int64_t wait = rank != 2 ? peers_wait_ns[k] : own_ns.empty() ? 0 : own_ns[k];
+    format::FunctionPattern b = LeafFunction(format::FunctionKind::kPython, kBackward, n,
+                                             static_cast<uint64_t>(20'000'000 + wait));
+    b.critical_ns = b.self_ns;
+    w->functions.push_back(b);
+    if (rank == 2) {
+      // The thread's body never returns: open in every window, a slice of time and no call.
+      format::FunctionPattern m =
+          LeafFunction(format::FunctionKind::kPython, kMetrics, n, 60'000'000);
+      m.count = 0;
+      w->functions.push_back(m);
+    }
+    REQUIRE(format::FillFunctionIds(&w->functions));
+  };
+  return spec;
+}
+
+bool ChargedOnRank(const Json& cands, int rank) {
+  for (const Json& c : cands) {
+    if (c["rank_set"] == Json::array({rank}) && c["score"].get<double>() > 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("on a CPU rank, another thread's time costs what the peers waited for the rank",
+          "[analyzer][critical]") {
+  const JobSpec spec = CpuThreadJob({25'000'000, 25'000'000, 25'000'000, 25'000'000});
+  const Json j = AnalyzeJob(spec, {"--min-score", "0"});
+  INFO(j["candidates"].dump(2));
+  REQUIRE(j["candidates"].size() >= 1);
+  const Json& top = j["candidates"][0];
+  CHECK(top["rank_set"] == Json::array({2}));
+  CHECK(top["evidence"]["decided_by"] == "arrival");
+  CHECK(top["evidence"]["peers_wait_in"]["function"] == kBackward);
+  // The rank's Python is 35 ms a step above its peers' (the thread's 60, less the 25 its loop
+  // did not wait), and none of it is the step's but the peers' 25 ms of waiting.
+  CHECK(top["function"] == "all Python functions");
+  CHECK(top["evidence"]["host_critical_path"]["host_excess_s_per_iter"].get<double>() ==
+        Approx(0.035).epsilon(0.05));
+  CHECK(top["impact_s_per_iter"].get<double>() == Approx(0.025).epsilon(0.05));
+  // The text report says where the peers waited (not an arrival order nobody measured).
+  const std::string dir = MakeTempDir();
+  WriteJob(dir, spec);
+  const CliResult text = Cli({"analyze", dir});
+  RemoveTree(dir);
+  INFO(text.out);
+  CHECK(text.out.find("culprit: peers wait 25.0 ms more per iteration in") != std::string::npos);
+  CHECK(text.out.find("arrives last") == std::string::npos);
+
+  // Nobody waited for it: it cost nothing, at any depth.
+  const Json idle = AnalyzeJob(CpuThreadJob({0, 0, 0, 0}), {"--min-score", "0"});
+  INFO(idle["candidates"].dump(2));
+  CHECK_FALSE(ChargedOnRank(idle["candidates"], 2));
+}
+
+TEST_CASE("another thread's cost is confirmed by how steadily the peers wait, not by its size",
+          "[analyzer][critical]") {
+  // 8 ms a step in every window: a seventh of the thread's time, and every bit of it paid.
+  const Json steady =
+      AnalyzeJob(CpuThreadJob(std::vector<int64_t>(8, 8'000'000)), {"--min-score", "0"});
+  INFO(steady["candidates"].dump(2));
+  REQUIRE(steady["candidates"].size() >= 1);
+  const Json& top = steady["candidates"][0];
+  CHECK(top["rank_set"] == Json::array({2}));
+  CHECK(top["evidence"]["decided_by"] == "arrival");
+  CHECK(top["impact_s_per_iter"].get<double>() == Approx(0.008).epsilon(0.05));
+
+  // 4 ms a step on average, as 12 ms in one window and -4 in the next: the rank arrived late
+  // in some windows and early in others, the peers' noise.
+  std::vector<int64_t> noise;
+  for (int i = 0; i < 8; ++i) noise.push_back(i % 2 == 0 ? 12'000'000 : -4'000'000);
+  const Json noisy = AnalyzeJob(CpuThreadJob(noise), {"--min-score", "0"});
+  INFO(noisy["candidates"].dump(2));
+  CHECK_FALSE(ChargedOnRank(noisy["candidates"], 2));
+
+  // Nor is the rank's own loop 2 ms a step slower, as 6 ms in one window and -2 in the next.
+  std::vector<int64_t> own;
+  for (int i = 0; i < 8; ++i) own.push_back(i % 2 == 0 ? 6'000'000 : -2'000'000);
+  const Json own_noise =
+      AnalyzeJob(CpuThreadJob(std::vector<int64_t>(8, 0), own), {"--min-score", "0"});
+  INFO(own_noise["candidates"].dump(2));
+  CHECK_FALSE(ChargedOnRank(own_noise["candidates"], 2));
 }
 
 namespace {

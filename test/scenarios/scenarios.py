@@ -210,6 +210,20 @@ SCENARIOS = [
              "torch_ddp", 4, ["--steps", "60", "--checkpoint-every", "10",
                               "--checkpoint-mb", "64"], {},
              Expect("python|software.*|checkpoint.*", [0], r"save_checkpoint$")),
+    # A thread of rank 1 holds the GIL in long builtin calls (a metrics exporter): the training
+    # loop waits for the interpreter, every peer waits for rank 1 inside backward. The rank's
+    # Python sum is the verdict, the thread's function its largest part, charged what the peers
+    # waited (not the thread's time, which exceeds the step).
+    Scenario("torch_busy_thread_rank1",
+             "real torch DDP (CPU, gloo): a Python thread on rank 1 holds the GIL",
+             "torch_ddp", 4, ["--busy-thread-ranks", "1"], {},
+             Expect("host_cpu|python", [1], r"^all |encode_metrics"), ci=True),
+    # Rank 3 does 4x its peers' work (a larger batch): a difference in what it does is evidence
+    # against it, named at the model's forward.
+    Scenario("torch_big_batch_rank3",
+             "real torch DDP (CPU, gloo): rank 3 trains on 4x its peers' batch",
+             "torch_ddp", 4, ["--batch-rank", "3", "--batch-scale", "4"], {},
+             Expect("python", [3], r"forward|_call_impl")),
     Scenario("torch_clean", "real torch DDP (CPU, gloo): clean", "torch_ddp", 4, [], {}, None,
              ci=True),
     # More ranks than cores: every rank is descheduled now and then, a different one each time.

@@ -6,7 +6,9 @@ processes started with `--loader-start` (`spawn` by default, common with CUDA; `
 default): the slow collation then runs in them, and the rank's main thread only waits for their
 batches. `--checkpoint-every N --checkpoint-mb MB` makes
 rank 0 save a checkpoint with `torch.save` every N steps from the job's own function (the other
-ranks wait for it in the next all-reduce).
+ranks wait for it in the next all-reduce). `--busy-thread-ranks 1` (or `all`) starts a thread on
+those ranks that holds the GIL in long builtin calls, as a metrics exporter serializing large
+records does. `--batch-rank R --batch-scale S` gives rank R S times its peers' batch.
 """
 
 import argparse
@@ -14,6 +16,7 @@ import gc
 import os
 import shutil
 import tempfile
+import threading
 import time
 
 import torch
@@ -38,6 +41,12 @@ def parse_args():
                    help="rank 0 saves a checkpoint every this many steps")
     p.add_argument("--checkpoint-mb", type=int, default=0,
                    help="optimizer-state-like payload saved with the model, in MiB")
+    p.add_argument("--busy-thread-ranks", default="",
+                   help="these ranks (comma-separated, or 'all') run a Python thread that "
+                        "holds the GIL in long builtin calls")
+    p.add_argument("--batch-rank", type=int, default=-1,
+                   help="this rank trains on --batch-scale times the batch of its peers")
+    p.add_argument("--batch-scale", type=int, default=1)
     return p.parse_args()
 
 
@@ -49,6 +58,14 @@ def summarize_step(loss, budget_s):
     while time.perf_counter() < end:
         history.append(sum(i * i for i in range(200)))
     return loss, len(history)
+
+
+def encode_metrics(stop):
+    """A background thread's work (a stand-in for a metrics exporter or a logger serializing a
+    large record): each call is one long builtin, which keeps the GIL throughout, so the
+    training thread waits for the interpreter every time it wants it back."""
+    while not stop.is_set():
+        sum(range(500_000))
 
 
 def save_checkpoint(model, opt, step, directory, payload):
@@ -82,9 +99,10 @@ def main():
     delay_s = args.slow_loader_ms / 1000 if rank == args.slow_loader_rank else 0
 
     collate = SlowCollate(delay_s)
-    n = args.steps * args.batch
+    batch = args.batch * (args.batch_scale if rank == args.batch_rank else 1)
+    n = args.steps * batch
     data = TensorDataset(torch.randn(n, args.width), torch.randn(n, 1))
-    loader = DataLoader(data, batch_size=args.batch, num_workers=args.loader_workers,
+    loader = DataLoader(data, batch_size=batch, num_workers=args.loader_workers,
                         collate_fn=collate,
                         multiprocessing_context=args.loader_start if args.loader_workers else None)
     model = DistributedDataParallel(torch.nn.Sequential(
@@ -96,6 +114,10 @@ def main():
     if args.checkpoint_every and rank == 0:
         checkpoints = tempfile.mkdtemp(prefix="torch_ddp_job-ckpt.")
         payload = torch.randn(args.checkpoint_mb << 18)
+    stop_busy = threading.Event()
+    if args.busy_thread_ranks == "all" or str(rank) in args.busy_thread_ranks.split(","):
+        threading.Thread(target=encode_metrics, args=(stop_busy,), daemon=True,
+                         name="metrics").start()
     dist.barrier()
     start = time.perf_counter()
     for step, (x, y) in enumerate(loader, start=1):
@@ -107,6 +129,7 @@ def main():
             summarize_step(loss, args.routine_ms / 1000)
         if checkpoints and step % args.checkpoint_every == 0:
             save_checkpoint(model, opt, step, checkpoints, payload)
+    stop_busy.set()
     dist.barrier()
     if checkpoints:
         shutil.rmtree(checkpoints, ignore_errors=True)
