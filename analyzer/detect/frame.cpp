@@ -161,6 +161,10 @@ double MetricValue(const Frame& f, size_t r, size_t k, int32_t fn, Aggregate agg
 std::vector<bool> LoopFrames(const Dataset& ds) {
   const auto& fns = ds.catalog.functions();
   std::vector<int> open(fns.size(), 0), returned(fns.size(), 0);
+  // Whether a function ever ran on the thread that ends iterations (FORMAT.md critical_ns: other
+  // threads' time is never critical), and whether the ranks said so of any function.
+  std::vector<bool> on_loop(fns.size(), false);
+  bool critical_seen = false;
   // The loop is the program's, the same on every rank: a spread of ranks is enough, and keeps
   // this off the cost of 16,384-rank jobs.
   constexpr size_t kRanksLooked = 64;
@@ -171,13 +175,30 @@ std::vector<bool> LoopFrames(const Dataset& ds) {
       for (size_t i = 0; i < fns.size() && i < s.functions.size(); ++i) {
         if (fns[i].kind != FunctionKind::kPython) continue;
         const FunctionSum sum = s.functions[i];
+        if (sum.critical_ns > 0) on_loop[i] = critical_seen = true;
         if (sum.total_ns <= 0) continue;
         ++(sum.count > 0 ? returned : open)[i];
       }
     }
   }
+  // A frame is on the loop's thread when it or a callee ever was there.
+  std::vector<bool> encloses_loop(fns.size(), false);
+  for (size_t i = 0; i < fns.size(); ++i) {
+    if (!on_loop[i]) continue;
+    for (int32_t x = static_cast<int32_t>(i), depth = 0; x >= 0 && depth < 256; ++depth) {
+      const auto xi = static_cast<size_t>(x);
+      if (encloses_loop[xi]) break;  // and its callers with it
+      encloses_loop[xi] = true;
+      x = fns[xi].parent_id != 0 ? ds.catalog.IndexOf(fns[xi].parent_id) : -1;
+    }
+  }
+  // Open across windows is the loop's shape, and a thread's body that never returns (a logger,
+  // a metrics exporter) has it too. Where the ranks recorded critical time, the body of a thread
+  // whose frames never ran on the loop's thread is that thread's work, and judged as any.
   std::vector<bool> loop(fns.size(), false);
-  for (size_t i = 0; i < fns.size(); ++i) loop[i] = open[i] > returned[i];
+  for (size_t i = 0; i < fns.size(); ++i) {
+    loop[i] = open[i] > returned[i] && (encloses_loop[i] || !critical_seen);
+  }
   return loop;
 }
 

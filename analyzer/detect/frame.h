@@ -68,8 +68,10 @@ struct Frame {
 
 // Python frames that enclose iteration boundaries: a script's module body, `main`, the function
 // holding the step loop. They are open across windows (the collector reports them in slices:
-// time without a completed call) in most slots they have time in. Their time is the loop's; their
-// callees are judged, they never are.
+// time without a completed call) in most slots they have time in, and they or their callees ran
+// on the loop's thread where the ranks recorded critical time (a thread's body that never
+// returns is open as long, and is that thread's work). Their time is the loop's; their callees
+// are judged, they never are.
 std::vector<bool> LoopFrames(const Dataset& ds);
 inline bool IsLoopFrame(const Frame& f, int32_t fn) {
   return fn >= 0 && static_cast<size_t>(fn) < f.loop.size() && f.loop[static_cast<size_t>(fn)];

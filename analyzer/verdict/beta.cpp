@@ -19,6 +19,12 @@ void AttachBeta(const Frame& f, std::vector<Candidate>* cands) {
   const std::vector<int32_t> parent = ParentIndex(f.ds->catalog);
   for (Candidate& c : *cands) {
     if (c.catalog_function < 0 || c.group < 0 || c.evidence.contains("beta")) continue;
+    // Another thread's function is never on the loop's critical path: a share of 0 would say
+    // nothing of what it cost (its peers' wait does).
+    if (c.evidence.contains("host_critical_path") &&
+        c.evidence["host_critical_path"].value("off_the_training_loop", false)) {
+      continue;
+    }
     const auto fn = static_cast<size_t>(c.catalog_function);
     const bool subtree = fns[fn].kind == FunctionKind::kPython;
     const auto& members = (*f.groups)[static_cast<size_t>(c.group)].members;

@@ -203,11 +203,13 @@ constexpr char kMetrics[] = "/home/user/train.py:60:encode_metrics";
 constexpr char kBackward[] = "torch/autograd/__init__.py:103:backward";
 
 // CPU training where only rank 2 runs a metrics thread, 60 ms of Python a step on a thread of its
-// own (no critical time) in a body that never returns, so that the rank's Python sum is the
-// candidate, as on a real rank; every rank's loop runs backward (20 ms), in which the peers also
-// wait `peers_wait_ns[window]` a step for rank 2 at the all-reduce they cannot see (gloo), and
-// rank 2's own backward takes `own_ns[window]` longer (its noise; none when empty).
-JobSpec CpuThreadJob(std::vector<int64_t> peers_wait_ns, std::vector<int64_t> own_ns = {}) {
+// own (no critical time), in a body that never returns (open in every window: a slice of time
+// and no call). With `parts` 1 the body holds the time itself; with more it calls that many
+// functions, each taking its share. Every rank's loop runs backward (20 ms), in which the peers
+// also wait `peers_wait_ns[window]` a step for rank 2 at the all-reduce they cannot see (gloo),
+// and rank 2's own backward takes `own_ns[window]` longer (its noise; none when empty).
+JobSpec CpuThreadJob(std::vector<int64_t> peers_wait_ns, int parts = 1,
+                     std::vector<int64_t> own_ns = {}) {
   JobSpec spec;
   spec.shape = SmallShape();
   spec.windows = static_cast<int>(peers_wait_ns.size());
@@ -221,11 +223,20 @@ JobSpec CpuThreadJob(std::vector<int64_t> peers_wait_ns, std::vector<int64_t> ow
     b.critical_ns = b.self_ns;
     w->functions.push_back(b);
     if (rank == 2) {
-      // The thread's body never returns: open in every window, a slice of time and no call.
-      format::FunctionPattern m =
+      format::FunctionPattern body =
           LeafFunction(format::FunctionKind::kPython, kMetrics, n, 60'000'000);
-      m.count = 0;
-      w->functions.push_back(m);
+      body.count = 0;
+      if (parts > 1) body.self_ns = 0;
+      w->functions.push_back(body);
+      const auto parent = static_cast<int64_t>(w->functions.size() - 1);
+      for (int p = 0; parts > 1 && p < parts; ++p) {
+        format::FunctionPattern part =
+            LeafFunction(format::FunctionKind::kPython,
+                         "/home/user/metrics.py:" + std::to_string(10 * (p + 1)) + ":part", n,
+                         60'000'000 / static_cast<uint64_t>(parts));
+        part.parent = parent;
+        w->functions.push_back(part);
+      }
     }
     REQUIRE(format::FillFunctionIds(&w->functions));
   };
@@ -243,20 +254,22 @@ bool ChargedOnRank(const Json& cands, int rank) {
 
 TEST_CASE("on a CPU rank, another thread's time costs what the peers waited for the rank",
           "[analyzer][critical]") {
-  const JobSpec spec = CpuThreadJob({25'000'000, 25'000'000, 25'000'000, 25'000'000});
+  const std::vector<int64_t> waits(4, 25'000'000);
+  // The thread's body holds its 60 ms: it is named, a thread's function, not the loop.
+  const JobSpec spec = CpuThreadJob(waits);
   const Json j = AnalyzeJob(spec, {"--min-score", "0"});
   INFO(j["candidates"].dump(2));
   REQUIRE(j["candidates"].size() >= 1);
   const Json& top = j["candidates"][0];
   CHECK(top["rank_set"] == Json::array({2}));
+  CHECK(top["function"] == kMetrics);
   CHECK(top["evidence"]["decided_by"] == "arrival");
   CHECK(top["evidence"]["peers_wait_in"]["function"] == kBackward);
-  // The rank's Python is 35 ms a step above its peers' (the thread's 60, less the 25 its loop
-  // did not wait), and none of it is the step's but the peers' 25 ms of waiting.
-  CHECK(top["function"] == "all Python functions");
+  // Its 60 ms a step is not the step's: the peers' 25 ms of waiting is.
   CHECK(top["evidence"]["host_critical_path"]["host_excess_s_per_iter"].get<double>() ==
-        Approx(0.035).epsilon(0.05));
+        Approx(0.060).epsilon(0.05));
   CHECK(top["impact_s_per_iter"].get<double>() == Approx(0.025).epsilon(0.05));
+  CHECK_FALSE(top["evidence"].contains("beta"));  // never on the loop's critical path
   // The text report says where the peers waited (not an arrival order nobody measured).
   const std::string dir = MakeTempDir();
   WriteJob(dir, spec);
@@ -266,37 +279,57 @@ TEST_CASE("on a CPU rank, another thread's time costs what the peers waited for 
   CHECK(text.out.find("culprit: peers wait 25.0 ms more per iteration in") != std::string::npos);
   CHECK(text.out.find("arrives last") == std::string::npos);
 
-  // Nobody waited for it: it cost nothing, at any depth.
-  const Json idle = AnalyzeJob(CpuThreadJob({0, 0, 0, 0}), {"--min-score", "0"});
-  INFO(idle["candidates"].dump(2));
-  CHECK_FALSE(ChargedOnRank(idle["candidates"], 2));
+  // Spread over four functions, none of which stands for it: the rank's Python sum, 35 ms a
+  // step above its peers' (the thread's 60, less the 25 its loop did not wait), charged 25.
+  const Json spread = AnalyzeJob(CpuThreadJob(waits, 4), {"--min-score", "0"});
+  INFO(spread["candidates"].dump(2));
+  REQUIRE(spread["candidates"].size() >= 1);
+  const Json& sum = spread["candidates"][0];
+  CHECK(sum["rank_set"] == Json::array({2}));
+  CHECK(sum["function"] == "all Python functions");
+  CHECK(sum["evidence"]["decided_by"] == "arrival");
+  CHECK(sum["evidence"]["host_critical_path"]["host_excess_s_per_iter"].get<double>() ==
+        Approx(0.035).epsilon(0.05));
+  CHECK(sum["impact_s_per_iter"].get<double>() == Approx(0.025).epsilon(0.05));
+
+  // Nobody waited for it: it cost nothing, in either shape.
+  for (const int parts : {1, 4}) {
+    const Json idle = AnalyzeJob(CpuThreadJob({0, 0, 0, 0}, parts), {"--min-score", "0"});
+    INFO(idle["candidates"].dump(2));
+    CHECK_FALSE(ChargedOnRank(idle["candidates"], 2));
+  }
 }
 
 TEST_CASE("another thread's cost is confirmed by how steadily the peers wait, not by its size",
           "[analyzer][critical]") {
   // 8 ms a step in every window: a seventh of the thread's time, and every bit of it paid.
-  const Json steady =
-      AnalyzeJob(CpuThreadJob(std::vector<int64_t>(8, 8'000'000)), {"--min-score", "0"});
-  INFO(steady["candidates"].dump(2));
-  REQUIRE(steady["candidates"].size() >= 1);
-  const Json& top = steady["candidates"][0];
-  CHECK(top["rank_set"] == Json::array({2}));
-  CHECK(top["evidence"]["decided_by"] == "arrival");
-  CHECK(top["impact_s_per_iter"].get<double>() == Approx(0.008).epsilon(0.05));
+  for (const int parts : {1, 4}) {
+    const Json steady =
+        AnalyzeJob(CpuThreadJob(std::vector<int64_t>(8, 8'000'000), parts), {"--min-score", "0"});
+    INFO(steady["candidates"].dump(2));
+    REQUIRE(steady["candidates"].size() >= 1);
+    const Json& top = steady["candidates"][0];
+    CHECK(top["rank_set"] == Json::array({2}));
+    CHECK(top["evidence"]["decided_by"] == "arrival");
+    CHECK(top["impact_s_per_iter"].get<double>() == Approx(0.008).epsilon(0.05));
+  }
 
   // 4 ms a step on average, as 12 ms in one window and -4 in the next: the rank arrived late
   // in some windows and early in others, the peers' noise.
   std::vector<int64_t> noise;
   for (int i = 0; i < 8; ++i) noise.push_back(i % 2 == 0 ? 12'000'000 : -4'000'000);
-  const Json noisy = AnalyzeJob(CpuThreadJob(noise), {"--min-score", "0"});
-  INFO(noisy["candidates"].dump(2));
-  CHECK_FALSE(ChargedOnRank(noisy["candidates"], 2));
+  for (const int parts : {1, 4}) {
+    const Json noisy = AnalyzeJob(CpuThreadJob(noise, parts), {"--min-score", "0"});
+    INFO(noisy["candidates"].dump(2));
+    CHECK_FALSE(ChargedOnRank(noisy["candidates"], 2));
+  }
 
-  // Nor is the rank's own loop 2 ms a step slower, as 6 ms in one window and -2 in the next.
+  // Nor is the rank's own loop 2 ms a step slower, as 6 ms in one window and -2 in the next
+  // (the Python sum's part on the loop's thread).
   std::vector<int64_t> own;
   for (int i = 0; i < 8; ++i) own.push_back(i % 2 == 0 ? 6'000'000 : -2'000'000);
   const Json own_noise =
-      AnalyzeJob(CpuThreadJob(std::vector<int64_t>(8, 0), own), {"--min-score", "0"});
+      AnalyzeJob(CpuThreadJob(std::vector<int64_t>(8, 0), 4, own), {"--min-score", "0"});
   INFO(own_noise["candidates"].dump(2));
   CHECK_FALSE(ChargedOnRank(own_noise["candidates"], 2));
 }

@@ -211,9 +211,9 @@ SCENARIOS = [
                               "--checkpoint-mb", "64"], {},
              Expect("python|software.*|checkpoint.*", [0], r"save_checkpoint$")),
     # A thread of rank 1 holds the GIL in long builtin calls (a metrics exporter): the training
-    # loop waits for the interpreter, every peer waits for rank 1 inside backward. The rank's
-    # Python sum is the verdict, the thread's function its largest part, charged what the peers
-    # waited (not the thread's time, which exceeds the step).
+    # loop waits for the interpreter, every peer waits for rank 1 inside backward. The thread's
+    # function is the verdict (its body never returns, like the loop's, but never ran on the
+    # loop's thread), charged what the peers waited, not the thread's time (more than a step).
     Scenario("torch_busy_thread_rank1",
              "real torch DDP (CPU, gloo): a Python thread on rank 1 holds the GIL",
              "torch_ddp", 4, ["--busy-thread-ranks", "1"], {},
