@@ -135,7 +135,8 @@ std::string CulpritSentences(const Json& e) {
   if (e.contains("host_critical_path")) {
     s += "Of its host time, " +
          FormatSeconds(e["host_critical_path"].value("reached_s_per_iter", 0.0)) +
-         " per iteration reached the critical path. ";
+         (ChargeMeasured(e) ? " per iteration cost the job. "
+                            : " per iteration reached the critical path. ");
   }
   if (e.contains("beta")) {
     s += FormatNumber("Its share of the critical path (beta) is %.3f", e.value("beta", 0.0));

@@ -82,6 +82,11 @@ Json HangJson(const Hang& h) {
 
 }  // namespace
 
+bool ChargeMeasured(const Json& evidence) {
+  const std::string by = evidence.value("decided_by", std::string());
+  return by == "arrival" || by == "loop_thread";
+}
+
 std::string JsonText(const Json& j, int indent) {
   return j.dump(indent, ' ', false, Json::error_handler_t::replace);
 }

@@ -115,9 +115,7 @@ std::string EvidenceLine(const Candidate& c) {
   }
   if (e.contains("host_critical_path")) {
     const Json& h = e["host_critical_path"];
-    // Measured at the peers (arrival) or on the loop's thread, it is no critical-path estimate.
-    line += (by == "arrival" || by == "loop_thread" ? "; of it cost the job "
-                                                    : "; of it on the critical path ") +
+    line += (ChargeMeasured(e) ? "; of it cost the job " : "; of it on the critical path ") +
             FormatSeconds(h.value("reached_s_per_iter", 0.0));
   }
   return line;
