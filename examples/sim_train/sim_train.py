@@ -11,6 +11,7 @@ See README.md for the launch command and the SIM_TRAIN_* fault knobs.
 """
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -87,11 +88,13 @@ class Trainer:
 
     def run(self):
         wall0 = time.monotonic()
+        self.step_ends = []
         for step, batch in enumerate(self.loader, start=1):
             self.step_start.record()
             self.train_step(batch)
             self.step_end.record()
             self.faults.make_garbage()
+            self.faults.empty_cache()
             if self.faults.routine_s:
                 self.faults.bookkeeping()
             if self.faults.sync_every_step or step % self.args.log_every == 0:
@@ -99,8 +102,21 @@ class Trainer:
             if step % self.args.log_every == 0:
                 sim_ms = self.step_start.elapsed_time(self.step_end)
                 print(f"rank {self.rank} step {step} step_sim_ms {sim_ms:.1f}", flush=True)
+            self.step_ends.append(time.monotonic())
         cuda.synchronize()
+        self.step_ends.append(time.monotonic())
+        write_step_times(self.rank, wall0, self.step_ends)
         return time.monotonic() - wall0
+
+
+def write_step_times(rank, start, ends):
+    """SIM_TRAIN_STEP_TIMES=PREFIX: each rank writes when its steps ended (host time, seconds
+    from the loop's start; the last entry after the device drained), as PREFIX.rank<R>.json: the
+    job's own measure of its pace, independent of the profiler (bench/accuracy)."""
+    prefix = os.environ.get("SIM_TRAIN_STEP_TIMES")
+    if prefix:
+        with open(f"{prefix}.rank{rank}.json", "w") as f:
+            json.dump({"rank": rank, "ends_s": [round(t - start, 6) for t in ends]}, f)
 
 
 def main(argv):

@@ -47,7 +47,7 @@ def main():
     for p in load:
         p.start()
     if args.job == "ddp":
-        cmd = jobs.torch_ddp_command(4, ["--steps", "20"])
+        cmd = jobs.torchrun(4, os.path.join(jobs.HERE, "torch_ddp_job.py"), ["--steps", "20"])
     else:
         cmd = jobs.sim_train_command(tools, 4, ["--iters", "20"])
     hangs, failures, times = 0, 0, []

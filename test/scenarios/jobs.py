@@ -66,14 +66,12 @@ def sim_train_command(tools, nproc, args):
         list(args)
 
 
-def torch_ddp_command(nproc, args):
-    return torchrun(nproc, os.path.join(HERE, "torch_ddp_job.py"), args)
-
-
-def job_env(tools, out_dir, job_id, extra, simgpu):
+def job_env(tools, out_dir, job_id, extra, simgpu, preload=None):
+    """The job's environment: the library's settings (`preload`, default PRELOAD_ENV; {} runs
+    it at its defaults, as bench/accuracy does), simgpu's, then the scenario's own."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PERFTRACKER_", "SIMGPU_", "SIM_TRAIN_"))}
-    env.update(PRELOAD_ENV)
+    env.update(PRELOAD_ENV if preload is None else preload)
     if simgpu:
         env.update(SIMGPU_ENV)
     env.update({"LD_PRELOAD": tools.lib, "PERFTRACKER_DIR": out_dir,
@@ -180,10 +178,11 @@ def run(s, tools, out_dir, until=None, timeout_s=300):
 
 def run_scenario_job(s, tools, out_dir, until, timeout_s):
     simgpu = s.job == "sim_train"
-    env = job_env(tools, out_dir, s.name, s.env, simgpu)
+    env = job_env(tools, out_dir, s.name, s.env, simgpu, s.preload_env)
     log = os.path.join(out_dir, "job.log")
     if s.job == "torch_ddp":
-        return run_job(torch_ddp_command(s.nproc, s.args), env, log, timeout_s, until)
+        script = s.script or os.path.join(HERE, "torch_ddp_job.py")
+        return run_job(torchrun(s.nproc, script, s.args), env, log, timeout_s, until)
     if s.nodes == 1:
         if s.hosts:
             env.update(host_roots(out_dir, 0))

@@ -41,6 +41,8 @@ class Scenario:
     # Every node gets a tree (with idle counters) as soon as one has rates.
     hosts: dict = field(default_factory=dict)
     warning: str = ""  # regex a signal warning (a deviation no verdict explains) must match
+    script: str = ""  # a torch_ddp job's program (default: torch_ddp_job.py)
+    preload_env: Optional[dict] = None  # the library's settings (default: jobs.PRELOAD_ENV)
 
 
 # What the simulated cluster's links give (SIMGPU_NVLINK_GBPS, SIMGPU_NIC_GBPS defaults), as a

@@ -61,5 +61,11 @@ class Buffer:
     def item(self):
         return _C.item(self.ptr)
 
+    def free(self):
+        """Returns the memory (cudaFree, which waits for the device's queue first)."""
+        if self.ptr:
+            _C.free(self.ptr, self.pinned_host)
+            self.ptr = 0
+
     def copy_from(self, other, stream=DEFAULT_STREAM):
         _C.copy_async(self.ptr, other.ptr, min(self.nbytes, other.nbytes), stream)

@@ -30,6 +30,7 @@ class Faults:
         self.gc_objects = int(rank_value("SIM_TRAIN_GC_PRESSURE", rank) * 1000)
         self.busy_threads = int(rank_value("SIM_TRAIN_CPU_CONTENTION", rank))
         self.routine_s = rank_value("SIM_TRAIN_PY_ROUTINE", rank) / 1000.0
+        self.cache_blocks = int(rank_value("SIM_TRAIN_EMPTY_CACHE", rank))
         self._heap = []
         self._stop = threading.Event()
 
@@ -56,6 +57,17 @@ class Faults:
             a.append(a)
         if self.gc_objects:
             gc.collect()
+
+    def empty_cache(self):
+        """A caching allocator emptied every step (torch.cuda.empty_cache() in the loop): the
+        step's blocks are allocated anew and freed, and each cudaFree waits for the device, so the
+        host can no longer run ahead of it."""
+        if not self.cache_blocks:
+            return
+        from simtorch import cuda
+        blocks = [cuda.Buffer(64 << 20) for _ in range(self.cache_blocks)]
+        for block in blocks:
+            block.free()
 
     def bookkeeping(self):
         """Pure-Python work after every step (metrics, logging code), as long as the knob says:

@@ -200,6 +200,9 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
 cudaError_t cudaFree(void* ptr) {
   // cudaFree(nullptr) is the classic "initialise the context" call.
   if (!ptr) return cudaSuccess;
+  // The real cudaFree synchronizes the device before it returns the memory: a caching
+  // allocator emptied every step (torch.cuda.empty_cache) stalls the host on the device's queue.
+  sc::CurrentDevice()->Synchronize();
   return simgpu::FreeDeviceMemory(ptr) ? cudaSuccess : sc::Fail(cudaErrorInvalidValue);
 }
 

@@ -1,0 +1,367 @@
+"""Scores the recorded cells: each archive re-analyzed with `perftracker analyze --json` (the
+project's own report is the reader), its first candidate judged against the cell's truth, and
+the figures summed up overall and split by shape, rate, fault, dose and position.
+
+Figures (scoreboard.json, "schema": 1):
+  top1            faulty cells (masked ones aside) whose first candidate has the truth's rank
+                  set, category and function; rank, category and function also on their own
+  false_claims    clean cells with any candidate; masked cells whose first candidate is not the
+                  fault (none, or the fault, is right there)
+  margin          the true first candidate's score over the best other candidate's (all scores,
+                  --min-score 0): the share at 2x or more, and quantiles
+  what_if         the first (true) candidate's "job N% faster" against the clean twin's measured
+                  step (the job's own step times): the share within +-25% of the measured saving
+  diff            `perftracker diff` as a CI gate: exit 1 over pairs of clean runs (false
+                  alarms), and over (clean twin, quiet fault) pairs (detections)
+"""
+
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import tarfile
+import tempfile
+import time
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+
+import matrix
+import record
+
+SCHEMA = 1
+AXES = ("shape", "rate", "fault", "dose", "position")
+
+
+def extract(store, cell_id, into):
+    """The archive's meta.json (as a dict) and the directory of its rings."""
+    with tarfile.open(record.archive_path(store, cell_id)) as tar:
+        tar.extractall(into)
+    with open(os.path.join(into, "meta.json")) as f:
+        return json.load(f), os.path.join(into, "rings")
+
+
+def analyze(tools, rings, min_score=None):
+    cmd = [tools.cli, "analyze", rings, "--json", "-", "--top", "20", "--jobs", "1"]
+    if min_score is not None:
+        cmd += ["--min-score", str(min_score)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"analyze exited {p.returncode}: {p.stderr.strip()[:300]}")
+    return json.loads(p.stdout)
+
+
+def mean_step(step_times):
+    """The job's mean step after start-up (its first tenth of steps left out), from its own
+    clock: the median over ranks of (last end - first counted end) / steps between."""
+    per_rank = []
+    for ends in step_times.values():
+        if len(ends) < 5:
+            continue
+        k = max(1, len(ends) // 10)
+        per_rank.append((ends[-1] - ends[k]) / (len(ends) - 1 - k))
+    return statistics.median(per_rank) if per_rank else None
+
+
+def describe(c):
+    if c is None:
+        return "none"
+    ranks = ",".join(map(str, c["rank_set"]))
+    return f"{c['category']} [{ranks}] {c['function'][-70:]} ({c['score']:.3f})"
+
+
+def parts(c, truth):
+    """(ranks right, category right, function right) of candidate c."""
+    if c is None:
+        return False, False, False
+    return (sorted(c["rank_set"]) == sorted(truth["ranks"]),
+            re.fullmatch(truth["category"], c["category"]) is not None,
+            not truth["function"] or re.search(truth["function"], c["function"]) is not None)
+
+
+def judge(cell, report, everything, twin_step, step):
+    """One cell's outcome: a dict of what was right, what was said, and its figures."""
+    truth = cell["truth"]
+    cands = report["candidates"]
+    first = cands[0] if cands else None
+    out = {"id": cell["id"], "said": describe(first), "hang": bool(report.get("hangs")),
+           "step_s": step, "twin_step_s": twin_step}
+    for axis in AXES:
+        out[axis] = cell[axis] or "-"
+    if cell["fault"] == "clean":
+        out["kind"] = "clean"
+        out["false_claim"] = bool(cands) or out["hang"]
+        return out
+    r, cat, fn = parts(first, truth)
+    right = r and cat and fn
+    out.update(kind="masked" if truth["none_ok"] else "faulty", right=right, rank_ok=r,
+               category_ok=cat, function_ok=fn,
+               truth=f"{truth['category']} {truth['ranks']} /{truth['function']}/")
+    if truth["none_ok"]:
+        out["false_claim"] = first is not None and not right
+        return out
+    if step and twin_step:
+        out["measured_pct"] = round(100 * (step - twin_step) / step, 1)
+    true = next((c for c in everything["candidates"] if all(parts(c, truth))), None)
+    other = next((c for c in everything["candidates"] if c is not true), None)
+    if right and true is not None:
+        out["margin"] = (true["score"] / other["score"]) if other and other["score"] > 0 \
+            else float("inf")
+        wi = first.get("evidence", {}).get("what_if", {})
+        if "faster_pct" in wi and out.get("measured_pct"):
+            out["what_if_pct"] = wi["faster_pct"]
+            out["what_if_err"] = round((wi["faster_pct"] - out["measured_pct"]) /
+                                       abs(out["measured_pct"]), 3)
+    return out
+
+
+def diff_exit(tools, base, cur):
+    p = subprocess.run([tools.cli, "diff", base, cur, "--json", "-"], capture_output=True,
+                       text=True)
+    return p.returncode
+
+
+def score_cell(cell, tools, store, twins):
+    work = tempfile.mkdtemp(prefix="perftracker-score.")
+    try:
+        meta, rings = extract(store, cell.id, os.path.join(work, "cell"))
+        step = mean_step(meta.get("step_times", {}))
+        twin_step = twins.get(cell.twin)
+        out = judge(meta["cell"], analyze(tools, rings), analyze(tools, rings, 0), twin_step, step)
+        # diff: a quiet fault against its twin is a planted slowdown to detect
+        if cell.dose == "quiet" and os.path.exists(record.archive_path(store, cell.twin)):
+            _, twin_rings = extract(store, cell.twin, os.path.join(work, "twin"))
+            out["diff_detected"] = diff_exit(tools, twin_rings, rings) == 1
+        return out
+    except (OSError, RuntimeError, ValueError, KeyError, tarfile.TarError) as e:
+        return {"id": cell.id, "error": str(e)[:300]}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def clean_pair(pair, tools, store):
+    a, b = pair
+    work = tempfile.mkdtemp(prefix="perftracker-score.")
+    try:
+        _, ra = extract(store, a, os.path.join(work, "a"))
+        _, rb = extract(store, b, os.path.join(work, "b"))
+        return {"base": a, "cur": b, "exit": diff_exit(tools, ra, rb)}
+    except (OSError, tarfile.TarError) as e:
+        return {"base": a, "cur": b, "error": str(e)[:300]}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def twin_steps(cells, store):
+    out = {}
+    for c in cells:
+        if c.clean and os.path.exists(record.archive_path(store, c.id)):
+            with tarfile.open(record.archive_path(store, c.id)) as tar:
+                meta = json.load(tar.extractfile("meta.json"))
+            out[c.id] = mean_step(meta.get("step_times", {}))
+    return out
+
+
+def clean_pairs(cells, store):
+    """Consecutive recorded clean seeds of each shape and rate, as (base, current)."""
+    groups = defaultdict(list)
+    for c in cells:
+        if c.clean and os.path.exists(record.archive_path(store, c.id)):
+            groups[(c.shape, c.rate)].append(c.id)
+    return [(ids[i], ids[i + 1]) for ids in groups.values() for i in range(len(ids) - 1)]
+
+
+def figures(outcomes):
+    faulty = [o for o in outcomes if o.get("kind") == "faulty"]
+    clean = [o for o in outcomes if o.get("kind") == "clean"]
+    masked = [o for o in outcomes if o.get("kind") == "masked"]
+    margins = [o["margin"] for o in faulty if "margin" in o]
+    errs = [o["what_if_err"] for o in faulty if "what_if_err" in o]
+
+    def rate(n, k):
+        return {"n": n, "k": k, "rate": round(k / n, 3) if n else None}
+    f = {"top1": rate(len(faulty), sum(o["right"] for o in faulty)),
+         "rank": rate(len(faulty), sum(o["rank_ok"] for o in faulty)),
+         "category": rate(len(faulty), sum(o["category_ok"] for o in faulty)),
+         "function": rate(len(faulty), sum(o["function_ok"] for o in faulty)),
+         "false_claims_clean": rate(len(clean), sum(o["false_claim"] for o in clean)),
+         "false_claims_masked": rate(len(masked), sum(o["false_claim"] for o in masked)),
+         "margin_2x": rate(len(faulty), sum(m >= 2 for m in margins)),
+         "what_if_25pct": rate(len(errs), sum(abs(e) <= 0.25 for e in errs))}
+    finite = sorted(m for m in margins if m != float("inf"))
+    if finite:
+        f["margin_quantiles"] = {q: round(finite[min(len(finite) - 1, int(q / 100 * len(finite)))],
+                                          2) for q in (10, 50, 90)}
+    if errs:
+        f["what_if_median_abs_err"] = round(statistics.median(abs(e) for e in errs), 3)
+    detected = [o["diff_detected"] for o in outcomes if "diff_detected" in o]
+    f["diff_planted"] = rate(len(detected), sum(detected))
+    return f
+
+
+def score(cells, m, tools, store, jobs_n):
+    recorded = [c for c in cells if os.path.exists(record.archive_path(store, c.id))]
+    t0 = time.monotonic()
+    twins = twin_steps(matrix.cells(m), store)
+    with ThreadPoolExecutor(max(1, jobs_n)) as pool:
+        outcomes = list(pool.map(lambda c: score_cell(c, tools, store, twins), recorded))
+        pairs = list(pool.map(lambda p: clean_pair(p, tools, store), clean_pairs(cells, store)))
+    errors = [o for o in outcomes if "error" in o]
+    outcomes = [o for o in outcomes if "error" not in o]
+    board = {"schema": SCHEMA, "commit": record.commit(),
+             "scored": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+             "seconds": round(time.monotonic() - t0, 1),
+             "cells": {"matrix": len(matrix.cells(m)), "chosen": len(cells),
+                       "recorded": len(recorded), "scored": len(outcomes),
+                       "errors": len(errors)},
+             "totals": figures(outcomes),
+             "diff_clean_pairs": {"n": len([p for p in pairs if "exit" in p]),
+                                  "false_alarms": sum(p.get("exit") == 1 for p in pairs),
+                                  "pairs": pairs},
+             "by": {axis: {value: figures([o for o in outcomes if o[axis] == value])
+                           for value in sorted({o[axis] for o in outcomes})} for axis in AXES},
+             "failures": [o for o in outcomes if (o["kind"] == "faulty" and not o["right"]) or
+                          o.get("false_claim")],
+             "errors": errors,
+             "outcomes": outcomes}
+    return board
+
+
+def pct(f):
+    return "-" if not f or f["n"] == 0 else f"{100 * f['rate']:.0f}% ({f['k']}/{f['n']})"
+
+
+def text(board):
+    t = board["totals"]
+    c = board["cells"]
+    lines = [f"# Diagnosis benchmark scoreboard (commit {board['commit']}, {board['scored']})", "",
+             f"{c['scored']} cells scored of {c['matrix']} in the matrix ({c['recorded']} "
+             f"recorded, {c['errors']} unreadable), in {board['seconds']} s.", "",
+             "| figure | value |", "| --- | --- |",
+             f"| top-1 (ranks, category and function) | {pct(t['top1'])} |",
+             f"| ranks right | {pct(t['rank'])} |",
+             f"| category right | {pct(t['category'])} |",
+             f"| function right | {pct(t['function'])} |",
+             f"| false claims on clean jobs | {pct(t['false_claims_clean'])} |",
+             f"| false claims on masked jobs | {pct(t['false_claims_masked'])} |",
+             f"| first candidate >= 2x the runner-up | {pct(t['margin_2x'])} "
+             f"{t.get('margin_quantiles', '')} |",
+             f"| what-if within 25% of the clean twin | {pct(t['what_if_25pct'])} "
+             f"(median error {t.get('what_if_median_abs_err', '-')}) |",
+             f"| diff: false alarms over clean pairs | {board['diff_clean_pairs']['false_alarms']}"
+             f" of {board['diff_clean_pairs']['n']} |",
+             f"| diff: quiet faults detected against their twin | {pct(t['diff_planted'])} |", ""]
+    for axis in AXES:
+        lines += [f"## By {axis}", "",
+                  "| " + axis + " | top-1 | false claims (clean) | false claims (masked) | "
+                  "margin >= 2x | what-if +-25% | diff detects |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
+        for value, f in board["by"][axis].items():
+            lines.append(f"| {value} | {pct(f['top1'])} | {pct(f['false_claims_clean'])} | "
+                         f"{pct(f['false_claims_masked'])} | {pct(f['margin_2x'])} | "
+                         f"{pct(f['what_if_25pct'])} | {pct(f['diff_planted'])} |")
+        lines.append("")
+    lines += ["## Failures", "", "| cell | truth | said instead |", "| --- | --- | --- |"]
+    for o in board["failures"]:
+        lines.append(f"| {o['id']} | {o.get('truth', 'no claim')} | {o['said']} |")
+    for p in board["diff_clean_pairs"]["pairs"]:
+        if p.get("exit") == 1:
+            lines.append(f"| diff {p['base']} -> {p['cur']} | exit 0 | exit 1 |")
+    for o in board["errors"]:
+        lines.append(f"| {o['id']} | - | error: {o['error']} |")
+    return "\n".join(lines) + "\n"
+
+
+def write(board, out_dir):
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "scoreboard.json"), "w") as f:
+        json.dump(board, f, indent=1, default=lambda x: None)
+    with open(os.path.join(out_dir, "SCOREBOARD.md"), "w") as f:
+        f.write(text(board))
+
+
+CI_DATA = os.path.join(record.REPO, "test", "data", "accuracy")
+CI_FLOOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ci_floor.json")
+# Figures where more is better, and where less is.
+HIGHER = ("top1", "rank", "category", "function", "margin_2x", "what_if_25pct")
+LOWER = ("false_claims_clean", "false_claims_masked")
+
+
+def ci_cells(m):
+    wanted = set(m["ci"]["cells"])
+    return [c for c in matrix.cells(m) if c.id in wanted]
+
+
+def pack_ci(m, tools, store):
+    """The CI subset's archives, small: each cell's rings as one reduced file (the report from
+    reduced files is the report from the rings) beside its meta.json."""
+    os.makedirs(CI_DATA, exist_ok=True)
+    for c in ci_cells(m):
+        work = tempfile.mkdtemp(prefix="perftracker-pack.")
+        try:
+            meta, rings = extract(store, c.id, work)
+            os.makedirs(os.path.join(work, "reduced"))
+            p = subprocess.run([tools.cli, "reduce", rings, "-o",
+                                os.path.join(work, "reduced", "node.ptrd")],
+                               capture_output=True, text=True)
+            if p.returncode != 0:
+                raise SystemExit(f"bench: reduce {c.id}: {p.stderr.strip()}")
+            with tarfile.open(os.path.join(CI_DATA, c.id + ".tgz"), "w:gz") as tar:
+                tar.add(os.path.join(work, "meta.json"), "meta.json")
+                tar.add(os.path.join(work, "reduced"), "rings")
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def ci_board(m, tools, jobs_n):
+    return score(ci_cells(m), m, tools, CI_DATA, jobs_n)
+
+
+def floor_of(board):
+    return {"commit": board["commit"],
+            "figures": {k: board["totals"][k]["k"] for k in HIGHER + LOWER},
+            "cells": {o["id"]: bool(o.get("right")) and not o.get("false_claim")
+                      for o in board["outcomes"]}}
+
+
+def compare(floor, board):
+    """(failures, lines): the figures below the floor (fewer right, more false claims), fewer
+    cells scored than the floor has, and the cells that were right and are not now."""
+    now = floor_of(board)
+    failed, lines = [], []
+    if board["cells"]["scored"] < len(floor["cells"]):
+        failed.append(f"{board['cells']['scored']} cells scored of the floor's "
+                      f"{len(floor['cells'])} ({len(board['errors'])} unreadable)")
+    for k in HIGHER + LOWER:
+        was, got = floor["figures"][k], now["figures"][k]
+        worse = got < was if k in HIGHER else got > was
+        lines.append(f"{'FAIL' if worse else 'ok  '} {k:20} {got} (floor {was})")
+        if worse:
+            failed.append(f"{k} {got} vs floor {was}")
+    for cell, was_right in sorted(floor["cells"].items()):
+        if was_right and not now["cells"].get(cell, False):
+            o = next((o for o in board["outcomes"] if o["id"] == cell), {})
+            lines.append(f"     {cell}: was right, now says "
+                         f"{o.get('said', 'nothing (unreadable)')}")
+    return failed, lines
+
+
+def ci(m, tools, jobs_n, update=False):
+    """Scores the CI subset and compares it with ci_floor.json: exit 1 below the floor."""
+    board = ci_board(m, tools, jobs_n)
+    if update:
+        with open(CI_FLOOR, "w") as f:
+            json.dump(floor_of(board), f, indent=1, sort_keys=True)
+            f.write("\n")
+        print(text(board))
+        print(f"bench: ci: floor written to {CI_FLOOR}")
+        return 0
+    with open(CI_FLOOR) as f:
+        floor = json.load(f)
+    failed, lines = compare(floor, board)
+    print("\n".join(lines))
+    print(f"bench: ci: {board['cells']['scored']} cells in {board['seconds']} s; "
+          + ("figures at or above the floor" if not failed else "below the floor: " +
+             "; ".join(failed)))
+    return 1 if failed else 0

@@ -1,0 +1,165 @@
+"""The diagnosis benchmark's own checks: the matrix has the axes it promises, every cell's truth
+follows from its parameters, the judge scores what it says it scores, and the CI gate fails on a
+figure below its floor."""
+
+import os
+import sys
+import unittest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "bench", "accuracy"))
+import matrix  # noqa: E402
+import score  # noqa: E402
+
+
+def candidate(category, ranks, function, score_=0.2, faster_pct=None):
+    c = {"category": category, "rank_set": ranks, "function": function, "score": score_,
+         "evidence": {}}
+    if faster_pct is not None:
+        c["evidence"]["what_if"] = {"faster_pct": faster_pct}
+    return c
+
+
+def report(*cands):
+    return {"candidates": list(cands), "hangs": []}
+
+
+class MatrixTest(unittest.TestCase):
+    def setUp(self):
+        self.m = matrix.load()
+        self.cells = matrix.cells(self.m)
+
+    def test_axes(self):
+        faulty = [c for c in self.cells if not c.clean]
+        self.assertGreaterEqual(len({c.shape for c in self.cells}), 5)
+        self.assertGreaterEqual(len({c.fault for c in faulty}), 14)
+        self.assertEqual({c.dose for c in faulty}, {"loud", "quiet", "masked"})
+        self.assertGreaterEqual(len({c.position for c in faulty} - {"all"}), 2)
+        self.assertGreaterEqual(len({c.seed for c in faulty}), 2)
+        for shape in self.m["shapes"]:
+            for rate in self.m["shapes"][shape]["rates"]:
+                clean = [c for c in self.cells if c.clean and c.shape == shape and c.rate == rate]
+                self.assertGreaterEqual(len(clean), 5, f"{shape} {rate}")
+
+    def test_ids_unique_and_twins_exist(self):
+        ids = [c.id for c in self.cells]
+        self.assertEqual(len(ids), len(set(ids)))
+        clean = {c.id for c in self.cells if c.clean}
+        for c in self.cells:
+            if not c.clean:
+                self.assertIn(c.twin, clean, c.id)
+
+    def test_truth_follows_the_parameters(self):
+        for c in self.cells:
+            if c.clean:
+                self.assertEqual(c.truth.ranks, [])
+                continue
+            fault = self.m["faults"][c.fault]
+            if fault["truth"]["ranks"] == "all":
+                self.assertEqual(c.truth.ranks, list(range(self.m["ranks"])), c.id)
+            elif fault["truth"]["ranks"] == "position":
+                rank = self.m["positions"][c.position]
+                self.assertEqual(c.truth.ranks, [rank], c.id)
+                self.assertIn(f".r{rank}.", c.id)
+                # the fault is injected on that rank and nowhere else
+                injected = " ".join(c.args) + " " + " ".join(c.env.values())
+                self.assertRegex(injected, rf"(^|[ ,=]){rank}([=, ]|$)", c.id)
+            self.assertEqual(c.truth.none_ok, c.dose == "masked")
+
+    def test_breadth_order_covers_every_fault_before_repeating(self):
+        order = matrix.breadth_order(self.cells, self.m)
+        self.assertEqual(len(order), len(self.cells))
+        first_repeat = next(i for i, c in enumerate(order) if not c.clean and c.seed != 1)
+        seen = {c.fault for c in order[:first_repeat]}
+        self.assertEqual(seen, {c.fault for c in self.cells})
+
+    def test_step_sizes(self):
+        self.assertEqual(matrix._size("{step_ms*0.5}", 0.3), 150.0)
+        self.assertEqual(matrix._size(1.3, 0.3), 1.3)
+        with self.assertRaises(ValueError):
+            matrix._size("{ms*2}", 0.3)
+
+
+class JudgeTest(unittest.TestCase):
+    def cell(self, fault="gpu_slow", dose="loud", ranks=(2,), category="gpu_compute",
+             function="kernel"):
+        return {"id": "x", "fault": fault, "shape": "sim_dp", "rate": "0.3s", "dose": dose,
+                "position": "middle",
+                "truth": {"category": category, "ranks": list(ranks), "function": function,
+                          "none_ok": dose == "masked"}}
+
+    def test_right_first_candidate(self):
+        r = report(candidate("gpu_compute", [2], "gemm_kernel", 0.3, faster_pct=20),
+                   candidate("python", [0], "f", 0.1))
+        o = score.judge(self.cell(), r, r, twin_step=0.8, step=1.0)
+        self.assertTrue(o["right"])
+        self.assertAlmostEqual(o["margin"], 3.0)
+        self.assertEqual(o["measured_pct"], 20.0)
+        self.assertEqual(o["what_if_err"], 0.0)
+
+    def test_victim_first_is_wrong_and_says_why(self):
+        r = report(candidate("python", [0, 1, 3], "Tensor.backward", 0.21),
+                   candidate("gpu_compute", [2], "gemm_kernel", 0.2))
+        o = score.judge(self.cell(), r, r, None, None)
+        self.assertFalse(o["right"])
+        self.assertFalse(o["rank_ok"])
+        self.assertIn("Tensor.backward", o["said"])
+        self.assertNotIn("margin", o)
+
+    def test_parts_scored_on_their_own(self):
+        r = report(candidate("gpu_compute", [2], "all Python functions"))
+        o = score.judge(self.cell(), r, r, None, None)
+        self.assertEqual((o["rank_ok"], o["category_ok"], o["function_ok"]), (True, True, False))
+
+    def test_clean_and_masked_claims(self):
+        clean = dict(self.cell(), fault="clean", dose="", position="")
+        claim = report(candidate("python", [1], "f"))
+        self.assertTrue(score.judge(clean, claim, claim, None, None)["false_claim"])
+        self.assertFalse(score.judge(clean, report(), report(), None, None)["false_claim"])
+        masked = self.cell(dose="masked")
+        self.assertFalse(score.judge(masked, report(), report(), None, None)["false_claim"])
+        self.assertTrue(score.judge(masked, claim, claim, None, None)["false_claim"])
+        right = report(candidate("gpu_compute", [2], "kernel"))
+        self.assertFalse(score.judge(masked, right, right, None, None)["false_claim"])
+
+    def test_mean_step_leaves_out_start_up(self):
+        ends = [5.0] + [5.0 + 0.1 * i for i in range(1, 20)]
+        self.assertAlmostEqual(score.mean_step({"0": ends}), 0.1)
+
+
+class GateTest(unittest.TestCase):
+    def board(self, right, claims):
+        outcomes = [{"id": f"f{i}", "kind": "faulty", "right": i < right, "rank_ok": i < right,
+                     "category_ok": True, "function_ok": True, "shape": "s", "rate": "r",
+                     "fault": "g", "dose": "loud", "position": "middle"} for i in range(4)]
+        outcomes += [{"id": f"c{i}", "kind": "clean", "false_claim": i < claims, "shape": "s",
+                      "rate": "r", "fault": "clean", "dose": "-", "position": "-"}
+                     for i in range(3)]
+        return {"commit": "x", "totals": score.figures(outcomes), "outcomes": outcomes,
+                "cells": {"scored": len(outcomes)}, "errors": []}
+
+    def test_a_drop_fails_and_names_the_cell(self):
+        floor = score.floor_of(self.board(right=3, claims=0))
+        failed, lines = score.compare(floor, self.board(right=2, claims=0))
+        self.assertTrue(any(f.startswith("top1 2 vs floor 3") for f in failed))
+        self.assertTrue(any("f2: was right" in line for line in lines))
+
+    def test_a_new_claim_fails(self):
+        floor = score.floor_of(self.board(right=3, claims=0))
+        failed, _ = score.compare(floor, self.board(right=3, claims=1))
+        self.assertTrue(any(f.startswith("false_claims_clean 1") for f in failed))
+
+    def test_same_or_better_passes(self):
+        floor = score.floor_of(self.board(right=2, claims=1))
+        self.assertEqual(score.compare(floor, self.board(right=2, claims=1))[0], [])
+        self.assertEqual(score.compare(floor, self.board(right=4, claims=0))[0], [])
+
+    def test_missing_cells_fail(self):
+        floor = score.floor_of(self.board(right=3, claims=0))
+        short = self.board(right=3, claims=0)
+        short["cells"]["scored"] -= 2
+        self.assertTrue(score.compare(floor, short)[0])
+
+
+if __name__ == "__main__":
+    unittest.main()
