@@ -22,6 +22,7 @@
 
 #include "analyzer/commands/cli.h"
 #include "analyzer/commands/command_line.h"
+#include "analyzer/commands/preload_check.h"
 #include "analyzer/commands/run_report.h"
 
 extern char** environ;
@@ -162,6 +163,11 @@ int RunCommand(std::span<const std::string> args, std::ostream& out, std::ostrea
   if (library.empty()) {
     err << "perftracker: cannot find libperftracker.so next to this binary "
            "(set PERFTRACKER_LIBRARY)\n";
+    return kExitUsage;
+  }
+  if (const std::string refusal = PreloadRefusal(library); !refusal.empty()) {
+    err << "perftracker: the dynamic loader refuses " << library << " (" << refusal
+        << "); not starting the command, which would run unrecorded\n";
     return kExitUsage;
   }
   RunRegistry registry;

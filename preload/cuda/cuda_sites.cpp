@@ -3,7 +3,7 @@
 #include <cuda_runtime_api.h>
 #include <cxxabi.h>
 #include <dlfcn.h>
-#include <libunwind.h>
+#include <unwind.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -30,16 +30,31 @@ bool IsRuntimeModule(std::string_view path) {
   return false;
 }
 
+struct Frames {
+  void* at[32];
+  int n = 0;
+};
+
+_Unwind_Reason_Code AddFrame(_Unwind_Context* context, void* arg) {
+  auto* frames = static_cast<Frames*>(arg);
+  if (frames->n == static_cast<int>(std::size(frames->at))) return _URC_END_OF_STACK;
+  frames->at[frames->n++] = reinterpret_cast<void*>(_Unwind_GetIP(context));
+  return _URC_NO_REASON;
+}
+
 // The caller to name the site after: `return_address` unless it lies in a runtime library (a
 // library calling the runtime through its PLT), then the first frame further out. Bounded.
+// libgcc's unwinder (linked in statically, reading .eh_frame) walks the stack: no libunwind.
 const void* SiteFrame(const void* return_address) {
   Dl_info info{};
   if (dladdr(return_address, &info) == 0 || info.dli_fname == nullptr ||
       !IsRuntimeModule(info.dli_fname)) {
     return return_address;
   }
-  void* frames[32];
-  const int n = unw_backtrace(frames, 32);
+  Frames walk;
+  _Unwind_Backtrace(AddFrame, &walk);
+  void* const* frames = walk.at;
+  const int n = walk.n;
   bool past = false;
   for (int i = 0; i < n; ++i) {
     if (frames[i] == return_address) past = true;

@@ -1,0 +1,61 @@
+// The part of glibc_compat.cpp that only executables need (cmake/Portable.cmake links it into
+// perftracker, perftracker-gen and the selftest workload, not into libperftracker.so, which
+// defines dlopen and dlsym itself as hooks).
+#include <dlfcn.h>
+#include <stddef.h>
+
+#if defined(__x86_64__)
+#define PT_JUMP(target) "jmp " target "@PLT\n"
+#define PT_V(x86, arm) x86
+#elif defined(__aarch64__)
+#define PT_JUMP(target) "b " target "\n"
+#define PT_V(x86, arm) arm
+#else
+#error "glibc_compat_exe: x86-64 and aarch64 only"
+#endif
+
+// A tail jump keeps the caller's return address, which dlopen and dlsym go by (RTLD_NEXT, the
+// caller's namespace).
+#define PT_FORWARD(name, version)                                         \
+  __asm__(".text\n"                                                       \
+          ".globl " #name "\n"                                            \
+          ".hidden " #name "\n"                                           \
+          ".type " #name ", %function\n"                                  \
+          ".p2align 4\n" #name ":\n" PT_JUMP("perftracker_old_" #name)    \
+          ".size " #name ", .-" #name "\n"                                \
+          ".symver perftracker_old_" #name ", " #name "@" version "\n");
+
+PT_FORWARD(dlopen, PT_V("GLIBC_2.2.5", "GLIBC_2.17"))
+PT_FORWARD(dlsym, PT_V("GLIBC_2.2.5", "GLIBC_2.17"))
+__asm__(".symver perftracker_old___libc_start_main, __libc_start_main@" PT_V("GLIBC_2.2.5",
+                                                                               "GLIBC_2.17"));
+
+extern "C" {
+
+// Our executables' start (crt1, from glibc >= 2.34) asks for __libc_start_main@GLIBC_2.34 and
+// passes no init function: that glibc runs the program's constructors itself, an older one only
+// calls `init`. The old entry with our own `init` works on both (new ones keep it for programs
+// linked before 2.34, and then run `init` instead of the constructors).
+extern void (*__init_array_start[])(int, char**, char**) __attribute__((weak, visibility("hidden")));
+extern void (*__init_array_end[])(int, char**, char**) __attribute__((weak, visibility("hidden")));
+void _init();
+using StartMain = int (*)(int, char**, char**);
+int perftracker_old___libc_start_main(StartMain main, int argc, char** argv,
+                                      void (*init)(int, char**, char**), void (*fini)(),
+                                      void (*rtld_fini)(), void* stack_end);
+namespace {
+void RunConstructors(int argc, char** argv, char** envp) {
+  _init();
+  const size_t n = static_cast<size_t>(__init_array_end - __init_array_start);
+  for (size_t i = 0; i < n; ++i) __init_array_start[i](argc, argv, envp);
+}
+}  // namespace
+[[gnu::visibility("hidden")]] int __libc_start_main(StartMain main, int argc, char** argv,
+                                                    void (*init)(int, char**, char**),
+                                                    void (*fini)(), void (*rtld_fini)(),
+                                                    void* stack_end) {
+  return perftracker_old___libc_start_main(main, argc, argv, init ? init : RunConstructors, fini,
+                                           rtld_fini, stack_end);
+}
+
+}  // extern "C"
