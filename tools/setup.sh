@@ -6,10 +6,11 @@ set -euo pipefail
 packages=(
   cmake make g++ pkg-config binutils
   clang libclang-rt-14-dev                       # libFuzzer and sanitizer runtimes
-  libflatbuffers-dev flatbuffers-compiler libzstd-dev libxxhash-dev libunwind-dev
+  libflatbuffers-dev flatbuffers-compiler libzstd-dev libxxhash-dev
   catch2 libbenchmark-dev nlohmann-json3-dev libcli11-dev  # CLI11: the analyzer's options
   python3-dev python3-torch                      # the real PyTorch (CPU, gloo) for integration tests
   chromium                                       # the HTML report's browser test (headless)
+  python3-venv debootstrap                       # the wheel installed into a venv; a Debian 11 root
 )
 
 missing=()

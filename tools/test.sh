@@ -3,7 +3,8 @@
 # builds them, then the test suite in the same build (unit, integration, simgpu, analyzer,
 # scenarios); the unit, analyzer and recorder tests again under ASan+UBSan, with the fuzz targets
 # for a bounded number of runs; the concurrent parts under TSan; the aarch64 cross build under
-# qemu-user; and the format benchmark. Every build treats warnings as errors.
+# qemu-user; the artifacts (tarball, .deb, wheel) installed and run, and the installed files in a
+# Debian 11 root (glibc 2.31); and the format benchmark. Every build treats warnings as errors.
 #
 # Ends with what was skipped and why, what failed, and then one line, the last, that CI reads:
 #   N passed, N failed, N skipped
@@ -172,33 +173,57 @@ else
   fail "TSan build"
 fi
 
-# The stage's last line is its summary; a stage that dies before it (install failed, script
-# killed) has none, and that is a failure, not zero failures.
+# A stage script that counts its own checks: one "NAME: ok|FAIL ..." line per check, a skip as
+# "NAME: skip WHAT (why)", and last "NAME: N passed, N failed, N skipped" (or "NAME: skipped
+# (reason)" for the whole stage). A stage that dies before its summary line (install failed,
+# script killed) has none, and that is a failure, not zero failures.
+counted_stage() {
+  local name=$1; shift
+  local log rc summary whole line listed s_passed s_failed s_skipped
+  log=$(mktemp)
+  "$@" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  summary=$(sed -n "s/^$name: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\1 \2 \3/p" \
+    "$log" | tail -1)
+  whole=$(sed -n "s/^$name: skipped (\(.*\))$/\1/p" "$log" | tail -1)
+  if [[ -n $summary ]]; then
+    read -r s_passed s_failed s_skipped <<<"$summary"
+    passed=$((passed + s_passed))
+    failed=$((failed + s_failed))
+    ((s_failed == 0)) || failures+=("$name: $s_failed checks (above)")
+    while IFS= read -r line; do
+      [[ -n $line ]] && skip "$name: ${line%% (*}" "$(sed 's/.* (\(.*\))$/\1/' <<<"$line")"
+    done < <(sed -n "s/^$name: skip \(.*\)$/\1/p" "$log")
+    if ((s_failed == 0 && rc != 0)); then fail "$name: exit $rc with no failed check"; fi
+    # Reconcile the skip count the stage reported with the lines it gave reasons on.
+    listed=$(grep -c "^$name: skip " "$log")
+    ((s_skipped == listed)) || fail "$name: $s_skipped skipped but $listed reasons given"
+  elif [[ -n $whole ]]; then
+    skip "$name stage" "$whole"
+  else
+    fail "$name stage: ended (exit $rc) without its summary line"
+  fi
+  rm -f "$log"
+}
+
+# What users install, from the Release build above: each artifact into a clean place, the demo
+# job and selftest run from the installed copy (tools/artifacts_test.sh).
+stage "== artifacts: tarball, .deb and wheel, each installed and run"
+artifacts_start=$SECONDS
+counted_stage artifacts tools/artifacts_test.sh build
+echo "artifacts stage: $((SECONDS - artifacts_start)) s"
+
+# The installed files inside a Debian 11 root (glibc 2.31), debootstrapped and removed again:
+# the loader there agrees with check_portability.py (tools/old_glibc_test.sh).
+stage "== glibc 2.31: the installed library, CLI and run's load check in a Debian 11 root"
+old_glibc_start=$SECONDS
+counted_stage bullseye tools/old_glibc_test.sh build
+echo "glibc 2.31 stage: $((SECONDS - old_glibc_start)) s"
+
 stage "== aarch64 cross build under qemu-user"
-aarch64_log=$(mktemp)
-tools/cross_aarch64.sh build-aarch64 2>&1 | tee "$aarch64_log"
-aarch64_rc=${PIPESTATUS[0]}
-a_summary=$(sed -n 's/^aarch64: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\1 \2 \3/p' \
-  "$aarch64_log" | tail -1)
-a_skipped_stage=$(sed -n 's/^aarch64: skipped (\(.*\))$/\1/p' "$aarch64_log" | tail -1)
-if [[ -n $a_summary ]]; then
-  read -r a_passed a_failed a_skipped <<<"$a_summary"
-  passed=$((passed + a_passed))
-  failed=$((failed + a_failed))
-  ((a_failed == 0)) || failures+=("aarch64: $a_failed checks (above)")
-  while IFS= read -r line; do
-    [[ -n $line ]] && skip "aarch64: ${line%% (*}" "$(sed 's/.* (\(.*\))$/\1/' <<<"$line")"
-  done < <(sed -n 's/^aarch64: skip \(.*\)$/\1/p' "$aarch64_log")
-  if ((a_failed == 0 && aarch64_rc != 0)); then fail "aarch64: exit $aarch64_rc with no failed check"; fi
-  # Reconcile the skip count the stage reported with the lines it gave reasons on.
-  listed=$(grep -c '^aarch64: skip ' "$aarch64_log")
-  ((a_skipped == listed)) || fail "aarch64: $a_skipped skipped but $listed reasons given"
-elif [[ -n $a_skipped_stage ]]; then
-  skip "aarch64 stage" "$a_skipped_stage"
-else
-  fail "aarch64 stage: ended (exit $aarch64_rc) without its summary line"
-fi
-rm -f "$aarch64_log"
+aarch64_start=$SECONDS
+counted_stage aarch64 tools/cross_aarch64.sh build-aarch64
+echo "aarch64 stage: $((SECONDS - aarch64_start)) s"
 
 stage "== format benchmark"
 if [[ -x build/test/bench/format_bench ]]; then
