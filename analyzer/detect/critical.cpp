@@ -7,7 +7,8 @@
 // beta of a function counts its whole subtree's critical time (a routine's time may sit in the
 // library calls it makes). The collector charges only host time during which the device had
 // nothing queued (preload/core/critical_path.h). The framework's own frames are left out, with
-// a device or without: without one (CPU training) their time is the compute itself; with one,
+// a device or without: without one (CPU training) their time is the compute itself, and so is
+// the user's code they call back into (a module's forward, a custom backward: the model); with one,
 // the entry points (backward, DDP's forward, the optimizer's step) hold the device's work and
 // the waits for it -- autograd's threads launching, a gloo all-reduce on the host -- which is
 // the device's time or the communication's, never overhead of theirs. The user's code and other
@@ -35,17 +36,37 @@ constexpr double kCalleesExplain = 0.8;
 bool Framework(const std::string& name) { return name.starts_with("torch/"); }
 bool UserCode(const std::string& name) { return !name.empty() && name[0] == '/'; }
 
+// Whether a framework frame is above each function: on a CPU rank the framework's frames are
+// the compute, and so is the user's code they call back into -- an nn.Module's forward that
+// Module._call_impl dispatches, a custom autograd Function's backward -- which is the model
+// itself, written in the user's files (the user's attention does its matmuls there). Parents
+// precede their children in the catalog.
+std::vector<bool> UnderFramework(const Catalog& catalog, const std::vector<int32_t>& parent) {
+  const auto& fns = catalog.functions();
+  std::vector<bool> under(fns.size(), false);
+  for (size_t i = 0; i < fns.size(); ++i) {
+    const int32_t p = parent[i];
+    if (p >= 0 && static_cast<size_t>(p) < i) {
+      under[i] = Framework(fns[static_cast<size_t>(p)].name) || under[static_cast<size_t>(p)];
+    }
+  }
+  return under;
+}
+
 // Critical ns per iteration of each Python function's subtree on one rank in one slot; empty
 // when the slot lacks critical-path data in any of its windows.
 std::vector<double> SubtreeCritical(const Frame& f, const Slot& s,
-                                    const std::vector<int32_t>& parent) {
+                                    const std::vector<int32_t>& parent,
+                                    const std::vector<bool>& under_framework) {
   if (s.critical_windows == 0 || s.critical_windows < s.windows || s.iterations <= 0) return {};
   const auto& fns = f.ds->catalog.functions();
+  const bool cpu = s.device_windows == 0;
   std::vector<double> sub(s.functions.size(), 0);
   for (size_t i = s.functions.size(); i-- > 0;) {
     const FunctionInfo& info = fns[i];
     if (info.kind != FunctionKind::kPython) continue;
-    if (!Framework(info.name) && !IsLoopFrame(f, static_cast<int32_t>(i))) {
+    if (!Framework(info.name) && !IsLoopFrame(f, static_cast<int32_t>(i)) &&
+        !(cpu && under_framework[i])) {
       sub[i] += s.functions[i].critical_ns / s.iterations;
     }
     const int32_t p = parent[i];
@@ -100,6 +121,7 @@ std::vector<Finding> DetectCriticalPath(const Frame& f) {
   std::vector<Finding> out;
   const auto& fns = f.ds->catalog.functions();
   const std::vector<int32_t> parent = ParentIndex(f.ds->catalog);
+  const std::vector<bool> under_framework = UnderFramework(f.ds->catalog, parent);
   const double bound = f.th.blocking_expected;
   for (size_t gi = 0; gi < f.groups->size(); ++gi) {
     const PeerGroup& g = (*f.groups)[gi];
@@ -121,7 +143,7 @@ std::vector<Finding> DetectCriticalPath(const Frame& f) {
         const Slot* s = SlotAt(f, m, k);
         if (s == nullptr) continue;
         ++ran;
-        std::vector<double> sub = SubtreeCritical(f, *s, parent);
+        std::vector<double> sub = SubtreeCritical(f, *s, parent, under_framework);
         if (sub.empty()) continue;
         subs.push_back({m, std::move(sub)});
         iters.push_back(s->MeanIterationNs());

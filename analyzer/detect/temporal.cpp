@@ -66,7 +66,12 @@ double Level(const std::vector<double>& v, size_t from, size_t to) {
 }
 
 // The levels of a series' earliest and latest thirds, and where the latest begins; false with
-// fewer than 3 slots after start-up. The earliest third begins after the first slot, which holds
+// fewer than 2 slots a third (6 slots with start-up's). A third of one slot has no spread to
+// measure a change against: its range is 0, any level above it "clears the noise", and the
+// run's last slot (its shutdown: the device drained, the final barrier) was read as a trend on
+// clean 4-slot runs (bench/accuracy: 2 of 2 clean sim_pp runs at 20 s windows). So the test
+// says nothing about runs shorter than six windows (two minutes at the library's 20 s).
+// The earliest third begins after the first slot, which holds
 // start-up (compilation, the allocator's and the loader's first fills, NCCL's set-up) and is no
 // baseline: per iteration its values can be far below the steady state's (a pipeline's
 // collectives had not all begun in its one long iteration), and then every steady slot would
@@ -78,8 +83,8 @@ struct Thirds {
 };
 bool ThirdsOf(const std::vector<double>& v, Thirds* t) {
   const size_t n = v.size();
-  if (n < 4) return false;
-  t->third = std::max<size_t>(1, n / 3);
+  if (n < 6) return false;
+  t->third = n / 3;
   t->base = Level(v, 1, 1 + t->third);
   t->recent = Level(v, n - t->third, n);
   t->base_high = *std::max_element(v.begin() + 1, v.begin() + 1 + static_cast<long>(t->third));

@@ -8,6 +8,7 @@
 // one, with the call path and the largest deviating parts beneath it. Several flagged leaves of
 // one cause are lifted to the same frame and merge into one candidate with its whole impact.
 #include <algorithm>
+#include <vector>
 
 #include "analyzer/verdict/verdict.h"
 #include "analyzer/base/stats.h"
@@ -132,7 +133,74 @@ void Lift(const Frame& f, Candidate* c) {
   c->catalog_function = chosen;
 }
 
+// The frames above `fn` in the call tree, nearest first.
+std::vector<int32_t> Callers(const Frame& f, int32_t fn) {
+  const auto& fns = f.ds->catalog.functions();
+  std::vector<int32_t> out;
+  for (int depth = 0; depth < kMaxDepth; ++depth) {
+    const uint64_t parent_id = fns[static_cast<size_t>(fn)].parent_id;
+    if (parent_id == 0) break;
+    fn = f.ds->catalog.IndexOf(parent_id);
+    if (fn < 0) break;
+    out.push_back(fn);
+  }
+  return out;
+}
+
+bool OneFrame(const Candidate& c) {
+  return c.catalog_function >= 0 && c.aggregate == Aggregate::kNone && c.group >= 0;
+}
+
+// Which of a caller's and its callee's candidates names their one cost: the callee where it is
+// the user's own code and explains >= 80% of the caller's impact (the rule Lift walks up by),
+// else the caller, which holds the callee's time and more.
+bool CalleeNames(const Frame& f, const Candidate& caller, const Candidate& callee) {
+  const auto& fns = f.ds->catalog.functions();
+  return IsUserCode(fns[static_cast<size_t>(callee.catalog_function)]) &&
+         callee.impact_s_per_iter >= kParentExplains * caller.impact_s_per_iter;
+}
+
+void Fold(const Candidate& part, const char* depth, Candidate* keeper) {
+  keeper->evidence["same_cost"].push_back({{"function", part.function},
+                                           {"depth", depth},
+                                           {"source", part.evidence.value("source", "")},
+                                           {"score", part.score}});
+  if (part.score > keeper->score) {
+    keeper->score = part.score;
+    keeper->impact_s_per_iter = std::max(keeper->impact_s_per_iter, part.impact_s_per_iter);
+  }
+}
+
 }  // namespace
+
+void FoldCallees(const Frame& f, std::vector<Candidate>* cands) {
+  std::vector<bool> gone(cands->size(), false);
+  for (size_t i = 0; i < cands->size(); ++i) {
+    if (gone[i] || !OneFrame((*cands)[i])) continue;
+    const std::vector<int32_t> callers = Callers(f, (*cands)[i].catalog_function);
+    for (size_t j = 0; j < cands->size() && !gone[i]; ++j) {
+      Candidate& callee = (*cands)[i];
+      Candidate& caller = (*cands)[j];
+      if (i == j || gone[j] || !OneFrame(caller) || caller.group != callee.group ||
+          caller.rank_set != callee.rank_set ||
+          std::find(callers.begin(), callers.end(), caller.catalog_function) == callers.end()) {
+        continue;
+      }
+      if (CalleeNames(f, caller, callee)) {
+        Fold(caller, "caller", &callee);
+        gone[j] = true;
+      } else {
+        Fold(callee, "callee", &caller);
+        gone[i] = true;
+      }
+    }
+  }
+  std::vector<Candidate> kept;
+  for (size_t i = 0; i < cands->size(); ++i) {
+    if (!gone[i]) kept.push_back(std::move((*cands)[i]));
+  }
+  *cands = std::move(kept);
+}
 
 void LiftToUserDepth(const Frame& f, std::vector<Candidate>* cands) {
   for (Candidate& c : *cands) {

@@ -195,8 +195,9 @@ double LoopTime(const Frame& f, Aggregate kind, const Slot& s) {
 
 // Where the peers waited for the candidate's ranks. A rank that spends longer on its own work
 // reaches the next collective last and waits there least, while its peers wait the difference.
-// With visible collectives arrival order says so (culprit.cpp); when they are not (DDP over
-// gloo: the all-reduce runs inside backward), the wait shows in the Python frame that holds it:
+// With visible collectives arrival order says so (detect/arrival.cpp, rank.cpp ApplyArrival);
+// when they are not (DDP over gloo: the all-reduce runs inside backward), the wait shows in the
+// Python frame that holds it:
 // the largest function whose critical time on the peers (median) exceeds the candidate's
 // ranks' (mean), outside the candidate's own call path. Critical time, not its own time: a rank
 // that waits for another leaves its device idle, while one that waits for its own device (in a

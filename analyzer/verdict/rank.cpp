@@ -459,6 +459,7 @@ std::vector<Candidate> RankCandidates(const Frame& f, const std::vector<Finding>
   AttachRunQueue(f, &cands);
   MergeDuplicates(&cands);
   ChargeCriticalPath(f, &cands);
+  FoldCallees(f, &cands);
   std::erase_if(cands, [&](const Candidate& c) { return c.score < f.th.min_score; });
   for (const Hang& h : hangs) cands.push_back(HangCandidate(h, iteration_s));
   std::stable_sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {

@@ -1,8 +1,11 @@
-// Stage 5: verdicts. Findings and hangs become classified, merged, ordered candidates
-// (rank.cpp), then each gets the evidence that says why: its frame in the user's code
-// (depth.cpp), its share of the critical path (beta.cpp), its host's run queue (host_time.cpp),
-// its helper processes (helpers.cpp), the hardware signals that explain it (signals.h) and the
-// step without it (what_if.cpp).
+// Stage 5: verdicts. RankCandidates (rank.cpp) turns findings and hangs into candidates in this
+// order: classify; culprit over victims (arrival order, then victims and passed-on trends
+// demoted); a kind's parts folded into its sum or one function into its kind; lifted to the
+// user's frame (depth.cpp); the host's run queue (host_time.cpp); duplicates merged; charged
+// what reached the critical path or the peers' wait (host_time.cpp); one cost at several depths
+// folded (depth.cpp); cut at the threshold and ordered. Analyze (commands/analyze.cpp) then
+// attaches the helper processes (helpers.cpp), the critical-path share (beta.cpp), the step
+// without each (what_if.cpp) and the hardware signals that explain it (signals.h).
 #pragma once
 
 #include <vector>
@@ -25,6 +28,11 @@ std::vector<Candidate> RankCandidates(const Frame& frame, const std::vector<Find
 // A Python candidate flagged deep in a library names the first frame of the user's own code
 // (else the highest) whose inclusive time explains >= 80% of the deviation (depth.cpp).
 void LiftToUserDepth(const Frame& f, std::vector<Candidate>* cands);
+// One cost, one candidate: a frame's candidate and its callee's on the same ranks are the same
+// time counted at two depths. One stays (the callee where it is the user's code and explains
+// >= 80% of the caller's impact, else the caller), with the other in evidence.same_cost and the
+// higher score of the two (depth.cpp).
+void FoldCallees(const Frame& f, std::vector<Candidate>* cands);
 // Whether dataset rank `rank_index` is one of the candidate's ranks (rank.cpp).
 bool OnCandidateRanks(const Frame& f, const Candidate& c, size_t rank_index);
 // Iterations in a list of spans ([[begin, end), ...], evidence.iterations) (rank.cpp).

@@ -458,6 +458,59 @@ Json AnalyzeCriticalLoader(double loader_ms, double critical_share, bool timelin
 
 }  // namespace
 
+namespace {
+
+constexpr char kCallImpl[] = "torch/nn/modules/module.py:1190:Module._call_impl";
+constexpr char kAttention[] = "/home/user/model.py:40:Attention.forward";
+constexpr char kLogEvery[] = "/home/user/train.py:90:log_every_step";
+
+// CPU ranks (no device): every rank runs its attention, written in the user's file and called
+// by nn.Module's dispatch, for 200 ms of its 500 ms step, and `log_ms` of its own logging from
+// the loop; all of it on the loop's thread, so all of it critical.
+Json AnalyzeCpuModel(double log_ms) {
+  JobSpec spec;
+  spec.shape = SmallShape();
+  spec.edit = [log_ms](int, format::Window* w) {
+    AsCpuWindow(w);
+    const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
+    const auto add = [&](const char* name, int32_t parent, uint64_t self, uint64_t total) {
+      format::FunctionPattern f = LeafFunction(format::FunctionKind::kPython, name, n, self);
+      f.parent = parent;
+      f.total_ns = total * n;
+      f.min_ns = f.max_ns = total;
+      f.critical_ns = f.self_ns;
+      w->functions.push_back(f);
+      return static_cast<int32_t>(w->functions.size() - 1);
+    };
+    const int32_t dispatch = add(kCallImpl, -1, 1'000'000, 201'000'000);
+    add(kAttention, dispatch, 200'000'000, 200'000'000);
+    if (log_ms > 0) {
+      const auto ns = static_cast<uint64_t>(log_ms * 1e6);
+      add(kLogEvery, -1, ns, ns);
+    }
+    REQUIRE(format::FillFunctionIds(&w->functions));
+  };
+  return AnalyzeJob(spec);
+}
+
+}  // namespace
+
+TEST_CASE("on CPU ranks the model's code the framework calls is the compute, not overhead",
+          "[analyzer][critical]") {
+  // The attention is 40% of the step on every rank: the model, not a routine above its range.
+  const Json clean = AnalyzeCpuModel(0);
+  INFO(clean["candidates"].dump(2));
+  CHECK(Find(clean["candidates"], kAttention) == nullptr);
+  CHECK(clean["candidates"].empty());
+  // The user's own routine called from the loop is still held to the range.
+  const Json logging = AnalyzeCpuModel(40);
+  INFO(logging["candidates"].dump(2));
+  const Json* c = Find(logging["candidates"], kLogEvery);
+  REQUIRE(c != nullptr);
+  CHECK((*c)["evidence"]["source"] == "expected_range");
+  CHECK(Find(logging["candidates"], kAttention) == nullptr);
+}
+
 TEST_CASE("a data loader on a device rank costs what of it left the device idle",
           "[analyzer][critical]") {
   // 20 ms of a 500 ms step (4%, above the 1% expected): fetched while the GPU works through its

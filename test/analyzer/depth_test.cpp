@@ -3,6 +3,10 @@
 // candidate naming the user's function with its whole cost, the call path and the parts.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <set>
+#include <string>
+
 #include "test/analyzer/fixture.h"
 
 namespace perftracker::testing {
@@ -84,6 +88,67 @@ TEST_CASE("a periodic cost is measured in the windows it ran, and costs the run 
   const double step = e["what_if"]["step_s"].get<double>();
   CHECK(step - e["what_if"]["step_without_s"].get<double>() ==
         Approx(top["impact_s_per_iter"].get<double>() / 2).epsilon(0.01));
+}
+
+namespace {
+
+constexpr char kLogMetrics[] = "/home/user/train.py:80:log_metrics";
+constexpr char kDumps[] = "json/__init__.py:231:dumps";
+constexpr char kEncode[] = "json/encoder.py:199:JSONEncoder.encode";
+
+// Every rank logs every step: log_metrics (the user's) -> json.dumps -> JSONEncoder.encode, 30 ms
+// of a 500 ms step, all of it while the device waits (on the critical path).
+void AddJsonLogging(format::Window* w) {
+  const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
+  w->critical_path = true;
+  w->device_idle_ns = 40'000'000 * n;
+  const auto add = [&](const char* name, int32_t parent, uint64_t self, uint64_t total) {
+    format::FunctionPattern f;
+    f.kind = format::FunctionKind::kPython;
+    f.name = name;
+    f.parent = parent;
+    f.count = n;
+    f.self_ns = self * n;
+    f.total_ns = total * n;
+    f.min_ns = f.max_ns = total;
+    f.critical_ns = f.self_ns;
+    w->functions.push_back(f);
+    return static_cast<int32_t>(w->functions.size() - 1);
+  };
+  const int32_t user = add(kLogMetrics, -1, 10'000'000, 30'000'000);
+  const int32_t dumps = add(kDumps, user, 5'000'000, 20'000'000);
+  add(kEncode, dumps, 15'000'000, 15'000'000);
+  REQUIRE(format::FillFunctionIds(&w->functions));
+}
+
+}  // namespace
+
+TEST_CASE("one cost found at three depths is one candidate, its callees its parts",
+          "[analyzer][depth]") {
+  JobSpec spec;
+  spec.shape = SmallShape();
+  spec.edit = [](int, format::Window* w) { AddJsonLogging(w); };
+  const Json j = AnalyzeJob(spec);
+  const Json& cands = j["candidates"];
+  INFO(cands.dump(2));
+  REQUIRE_FALSE(cands.empty());
+  int json_frames = 0;
+  for (const Json& c : cands) {
+    const std::string fn = c["function"];
+    json_frames += fn == kLogMetrics || fn == kDumps || fn == kEncode;
+  }
+  CHECK(json_frames == 1);
+  const auto top = std::find_if(cands.begin(), cands.end(),
+                                [](const Json& c) { return c["function"] == kLogMetrics; });
+  REQUIRE(top != cands.end());
+  // The folded depths are its evidence, each once.
+  std::set<std::string> folded;
+  REQUIRE((*top)["evidence"].contains("same_cost"));
+  for (const Json& x : (*top)["evidence"]["same_cost"]) {
+    CHECK(x["depth"] == "callee");
+    folded.insert(x["function"].get<std::string>());
+  }
+  CHECK(folded == std::set<std::string>{kDumps, kEncode});
 }
 
 }  // namespace perftracker::testing

@@ -125,6 +125,35 @@ TEST_CASE("a level change must clear the noise the earliest windows showed, judg
   CHECK(run({40, 40, 44, 45, 80, 82, 84, 88}));
 }
 
+// A temporal change needs two windows a third to measure a spread against: with one, any level
+// above the single baseline window "cleared its noise". A 4-window run (start-up and three
+// steady windows, 80 s at the library's 20 s) whose last window holds the job's drain is no
+// trend; the same step at 8 windows, changed in the latest third, is.
+TEST_CASE("a trend needs two windows a third: a short run's last window is no trend",
+          "[analyzer][when]") {
+  const auto trend = [](int windows, std::vector<double> ms_by_window) {
+    JobSpec spec;
+    spec.windows = windows;
+    spec.shape = SmallShape();
+    spec.edit = [ms_by_window](int, format::Window* w) {
+      const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
+      const auto each = static_cast<uint64_t>(
+          ms_by_window.at(static_cast<size_t>(w->window_seq)) * 1e6);
+      w->functions.push_back(LeafFunction(format::FunctionKind::kSync,
+                                          "/home/user/train.py:90:drain", n, each));
+      w->iterations.total_ns += each * n;
+      REQUIRE(format::FillFunctionIds(&w->functions));
+    };
+    const Json j = AnalyzeJob(spec, {"--min-score", "0"});
+    INFO(j["candidates"].dump(2));
+    bool found = false;
+    for (const Json& c : j["candidates"]) found |= c["evidence"]["source"] == "temporal";
+    return found;
+  };
+  CHECK_FALSE(trend(4, {1, 1, 1, 60}));
+  CHECK(trend(8, {1, 1, 1, 1, 1, 60, 60, 60}));
+}
+
 // The collectives' expected range: bus bandwidth at least half the link's peak. The job's own
 // bandwidth, measured once against an unreachable peak, then sits just inside the range of a
 // peak 1.5x above it and outside the range of one 3x above it.
