@@ -6,6 +6,8 @@
                                                               run and archive the missing cells
   bench.py score  --build BUILD [--cells ...] [--out DIR] [--jobs N]
                                                               re-analyze the archives, scoreboard
+  bench.py live   --build BUILD                               watch beside jobs whose fault begins
+                                                              mid-run (matrix.json "live")
   bench.py ci     --build BUILD [--update-floor]              the CI subset against its floor
   bench.py pack-ci --build BUILD                              the CI subset's archives, reduced
 """
@@ -17,13 +19,14 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import matrix  # noqa: E402
+import live  # noqa: E402
 import record  # noqa: E402
 import score  # noqa: E402
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
-    ap.add_argument("command", choices=("list", "record", "score", "ci", "pack-ci"))
+    ap.add_argument("command", choices=("list", "record", "score", "live", "ci", "pack-ci"))
     ap.add_argument("--build", help="CMake build directory (the library, the CLI, simgpu)")
     ap.add_argument("--cells", default="", help="comma-separated regexes of cell ids")
     ap.add_argument("--store", default=record.default_store(),
@@ -43,16 +46,18 @@ def main():
     m = matrix.load()
     chosen = matrix.select(matrix.breadth_order(matrix.cells(m), m), args.cells)
     if args.command == "list":
+        n = 0
         for c in chosen:
-            mark = "recorded" if os.path.exists(record.archive_path(args.store, c.id)) else "-"
-            print(f"{c.id:50} {mark}")
-        n = sum(os.path.exists(record.archive_path(args.store, c.id)) for c in chosen)
+            ok = record.current(args.store, c)
+            n += ok
+            stale = not ok and os.path.exists(record.archive_path(args.store, c.id))
+            print(f"{c.id:50} {'recorded' if ok else 'stale' if stale else '-'}")
         print(f"{len(chosen)} cells, {n} recorded in {args.store}")
         return 0
     if not args.build:
         ap.error(f"{args.command} needs --build")
     tools = record.jobs.Tools(args.build)
-    for path in (tools.cli, tools.lib) if args.command == "record" else (tools.cli,):
+    for path in (tools.cli, tools.lib) if args.command in ("record", "live") else (tools.cli,):
         if not os.path.exists(path):
             sys.exit(f"bench: {path} is missing: build the library and the CLI first")
     if args.command == "record":
@@ -63,6 +68,11 @@ def main():
         board = score.score(chosen, m, tools, args.store, args.jobs or os.cpu_count())
         score.write(board, args.out)
         print(score.text(board))
+        return 0
+    if args.command == "live":
+        for spec in m["live"]:
+            result = live.run_live(m, spec, tools, args.store, m["ranks"])
+            print(live.judge_live(result))
         return 0
     if args.command == "pack-ci":
         score.pack_ci(m, tools, args.store)

@@ -34,6 +34,22 @@ def archive_path(store, cell_id):
     return os.path.join(store, cell_id + ".tgz")
 
 
+def recorded_as(store, cell_id):
+    """The cell an archive was recorded as (its meta.json), or None when there is none."""
+    try:
+        with tarfile.open(archive_path(store, cell_id)) as tar:
+            return json.load(tar.extractfile("meta.json"))["cell"]
+    except (OSError, KeyError, ValueError, tarfile.TarError):
+        return None
+
+
+def current(store, cell):
+    """Whether the cell's archive was recorded with the job the matrix now describes: an archive
+    of other arguments or settings (the matrix changed since) is not this cell any more."""
+    was = recorded_as(store, cell.id)
+    return was is not None and was["args"] == cell.args and was["env"] == cell.env
+
+
 def commit():
     p = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
                        text=True)
@@ -111,10 +127,10 @@ def progress(done, total, ok, failed, started, current):
 
 def record(cells, tools, store, ranks, jobs_n=1, timeout_s=600, limit=0):
     os.makedirs(store, exist_ok=True)
-    todo = [c for c in cells if not os.path.exists(archive_path(store, c.id))]
+    todo = [c for c in cells if not current(store, c)]
+    done = len(cells) - len(todo)
     if limit:
         todo = todo[:limit]
-    done = sum(os.path.exists(archive_path(store, c.id)) for c in cells)
     print(f"record: {done} of {len(cells)} chosen cells already recorded in {store}; "
           f"{len(todo)} to run", file=sys.stderr)
     started = time.monotonic()

@@ -27,6 +27,7 @@ import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 
+import live
 import matrix
 import record
 
@@ -156,7 +157,7 @@ def clean_pair(pair, tools, store):
 def twin_steps(cells, store):
     out = {}
     for c in cells:
-        if c.clean and os.path.exists(record.archive_path(store, c.id)):
+        if c.clean and record.current(store, c):
             with tarfile.open(record.archive_path(store, c.id)) as tar:
                 meta = json.load(tar.extractfile("meta.json"))
             out[c.id] = mean_step(meta.get("step_times", {}))
@@ -167,7 +168,7 @@ def clean_pairs(cells, store):
     """Consecutive recorded clean seeds of each shape and rate, as (base, current)."""
     groups = defaultdict(list)
     for c in cells:
-        if c.clean and os.path.exists(record.archive_path(store, c.id)):
+        if c.clean and record.current(store, c):
             groups[(c.shape, c.rate)].append(c.id)
     return [(ids[i], ids[i + 1]) for ids in groups.values() for i in range(len(ids) - 1)]
 
@@ -201,7 +202,9 @@ def figures(outcomes):
 
 
 def score(cells, m, tools, store, jobs_n):
-    recorded = [c for c in cells if os.path.exists(record.archive_path(store, c.id))]
+    present = [c for c in cells if os.path.exists(record.archive_path(store, c.id))]
+    recorded = [c for c in present if record.current(store, c)]
+    stale = [c.id for c in present if c not in recorded]
     t0 = time.monotonic()
     twins = twin_steps(matrix.cells(m), store)
     with ThreadPoolExecutor(max(1, jobs_n)) as pool:
@@ -214,13 +217,14 @@ def score(cells, m, tools, store, jobs_n):
              "seconds": round(time.monotonic() - t0, 1),
              "cells": {"matrix": len(matrix.cells(m)), "chosen": len(cells),
                        "recorded": len(recorded), "scored": len(outcomes),
-                       "errors": len(errors)},
+                       "errors": len(errors), "stale": stale},
              "totals": figures(outcomes),
              "diff_clean_pairs": {"n": len([p for p in pairs if "exit" in p]),
                                   "false_alarms": sum(p.get("exit") == 1 for p in pairs),
                                   "pairs": pairs},
              "by": {axis: {value: figures([o for o in outcomes if o[axis] == value])
                            for value in sorted({o[axis] for o in outcomes})} for axis in AXES},
+             "live": live.scored(store),
              "failures": [o for o in outcomes if (o["kind"] == "faulty" and not o["right"]) or
                           o.get("false_claim")],
              "errors": errors,
@@ -237,7 +241,8 @@ def text(board):
     c = board["cells"]
     lines = [f"# Diagnosis benchmark scoreboard (commit {board['commit']}, {board['scored']})", "",
              f"{c['scored']} cells scored of {c['matrix']} in the matrix ({c['recorded']} "
-             f"recorded, {c['errors']} unreadable), in {board['seconds']} s.", "",
+             f"recorded, {c['errors']} unreadable, {len(c['stale'])} recorded with other "
+             f"parameters than the matrix's and left out), in {board['seconds']} s.", "",
              "| figure | value |", "| --- | --- |",
              f"| top-1 (ranks, category and function) | {pct(t['top1'])} |",
              f"| ranks right | {pct(t['rank'])} |",
@@ -262,7 +267,13 @@ def text(board):
                          f"{pct(f['false_claims_masked'])} | {pct(f['margin_2x'])} | "
                          f"{pct(f['what_if_25pct'])} | {pct(f['diff_planted'])} |")
         lines.append("")
-    lines += ["## Failures", "", "| cell | truth | said instead |", "| --- | --- | --- |"]
+    lines += ["## Live: `watch` beside a job whose fault begins mid-run", "",
+              "| cell | onset to verdict | claims before the onset |", "| --- | --- | --- |"]
+    for lv in board.get("live", []):
+        named = lv.get("onset_to_verdict_s")
+        lines.append(f"| {lv['cell']} | {'never' if named is None else f'{named} s'} | "
+                     f"{'; '.join(lv.get('claims_before_onset', [])) or 'none'} |")
+    lines += ["", "## Failures", "", "| cell | truth | said instead |", "| --- | --- | --- |"]
     for o in board["failures"]:
         lines.append(f"| {o['id']} | {o.get('truth', 'no claim')} | {o['said']} |")
     for p in board["diff_clean_pairs"]["pairs"]:

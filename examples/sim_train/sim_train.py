@@ -87,7 +87,7 @@ class Trainer:
         self.optimizer.step()
 
     def run(self):
-        wall0 = time.monotonic()
+        wall0, start_unix = time.monotonic(), time.time()
         self.step_ends = []
         for step, batch in enumerate(self.loader, start=1):
             self.step_start.record()
@@ -105,18 +105,19 @@ class Trainer:
             self.step_ends.append(time.monotonic())
         cuda.synchronize()
         self.step_ends.append(time.monotonic())
-        write_step_times(self.rank, wall0, self.step_ends)
+        write_step_times(self.rank, wall0, start_unix, self.step_ends)
         return time.monotonic() - wall0
 
 
-def write_step_times(rank, start, ends):
+def write_step_times(rank, start, start_unix, ends):
     """SIM_TRAIN_STEP_TIMES=PREFIX: each rank writes when its steps ended (host time, seconds
     from the loop's start; the last entry after the device drained), as PREFIX.rank<R>.json: the
     job's own measure of its pace, independent of the profiler (bench/accuracy)."""
     prefix = os.environ.get("SIM_TRAIN_STEP_TIMES")
     if prefix:
         with open(f"{prefix}.rank{rank}.json", "w") as f:
-            json.dump({"rank": rank, "ends_s": [round(t - start, 6) for t in ends]}, f)
+            json.dump({"rank": rank, "start_unix": start_unix,
+                       "ends_s": [round(t - start, 6) for t in ends]}, f)
 
 
 def main(argv):

@@ -63,6 +63,8 @@ def parse_args():
     p.add_argument("--fault-ranks", default="")
     p.add_argument("--fault-size", type=float, default=0)
     p.add_argument("--fault-every", type=int, default=25)
+    p.add_argument("--fault-from", type=int, default=0,
+                   help="a thread fault (gil_thread, cpu_contention) starts at this step")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--step-times", default="")
     return p.parse_args()
@@ -309,10 +311,11 @@ class Faults:
             save_checkpoint(model, opt, step, workdir, self.payload)
 
 
-def write_step_times(prefix, rank, start, ends):
+def write_step_times(prefix, rank, start, start_unix, ends):
     if prefix:
         with open(f"{prefix}.rank{rank}.json", "w") as f:
-            json.dump({"rank": rank, "ends_s": [round(t - start, 6) for t in ends]}, f)
+            json.dump({"rank": rank, "start_unix": start_unix,
+                       "ends_s": [round(t - start, 6) for t in ends]}, f)
 
 
 def main():
@@ -331,12 +334,12 @@ def main():
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_at(s, args.steps))
     held_out = [next(loader) for _ in range(args.eval_batches)] if args.loop == "lm" else []
-    if faults.thread:
-        faults.thread.start()
     dist.barrier()
-    start = time.monotonic()
+    start, start_unix = time.monotonic(), time.time()
     ends = []
     for step in range(1, args.steps + 1):
+        if faults.thread and step == max(1, args.fault_from):
+            faults.thread.start()
         opt.zero_grad(set_to_none=True)
         micro = args.accum if args.loop == "lm" else 1
         for m in range(micro):
@@ -362,7 +365,7 @@ def main():
         ends.append(time.monotonic())
     faults.stop.set()
     dist.barrier()
-    write_step_times(args.step_times, rank, start, ends)
+    write_step_times(args.step_times, rank, start, start_unix, ends)
     shutil.rmtree(workdir, ignore_errors=True)
     # Leave without torch's exit deadlock (README, Known issues): the DDP reducer gone while the
     # group still lives, then the group.
