@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The aarch64 part of the test command (Grace/GH200 nodes): cross-builds libperftracker.so and
 # its unit tests with Debian's g++-aarch64-linux-gnu against arm64 multiarch packages, checks the
-# exported symbol versions, and runs under qemu-user what emulation runs faithfully: the format
-# and recorder unit tests, and the symbol-binding programs with and without the library.
+# exported symbol versions, holds what is installed (the library, the CLI, perftracker-gen, the
+# selftest workload) to glibc 2.28 and nothing else (tools/check_portability.py, and the check
+# fails on planted violations), and runs under qemu-user what emulation runs faithfully: the
+# format and recorder unit tests, and the symbol-binding programs with and without the library.
 # Not covered here (README "aarch64"): simgpu, the CUDA/NCCL/Python hook tests, real torch.
 #
 #   tools/cross_aarch64.sh [BUILD_DIR]      (default build-aarch64)
@@ -21,7 +23,7 @@ skip() { echo "aarch64: skipped ($*)"; exit 0; }
 command -v dpkg >/dev/null && command -v apt-get >/dev/null || skip "not a Debian machine"
 sudo=""
 [[ $(id -u) -eq 0 ]] || sudo=sudo
-arm64_dev=(libzstd-dev:arm64 libunwind-dev:arm64 libxxhash-dev:arm64 libflatbuffers-dev:arm64)
+arm64_dev=(libzstd-dev:arm64 libxxhash-dev:arm64 libflatbuffers-dev:arm64)
 packages=(g++-aarch64-linux-gnu qemu-user "${arm64_dev[@]}")
 missing=()
 for p in "${packages[@]}"; do
@@ -39,7 +41,8 @@ fi
 
 log="$dir/build.log"
 mkdir -p "$dir"
-targets=(perftracker unit_tests recorder_tests pt_two_runtimes pt_framework_main)
+targets=(perftracker perftracker_bin perftracker-gen perftracker_selftest_workload unit_tests
+         recorder_tests pt_two_runtimes pt_framework_main)
 if ! { cmake -S "$root" -B "$dir" -DCMAKE_TOOLCHAIN_FILE="$root/cmake/aarch64-linux-gnu.cmake" \
          -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPERFTRACKER_SIMGPU=OFF -DPERFTRACKER_BENCHMARKS=OFF \
          -DBUILD_TESTING=ON -DPERFTRACKER_WERROR=ON &&
@@ -96,6 +99,36 @@ exports() {
     grep -q ' _exit@@GLIBC_2.17$' <<<"$symbols"
 }
 check "exported symbol versions" exports
+# What users install runs on glibc >= 2.28 with nothing else; a newer version or a library that
+# is not glibc's fails the check.
+portable() {
+  cmake --install "$dir" --prefix "$dir/prefix" >/dev/null &&
+    python3 tools/check_portability.py --arch aarch64 "$dir/prefix"
+}
+check "installed binaries need glibc 2.28 and nothing else" portable
+planted() {
+  local p=$dir/planted rc=0 out
+  mkdir -p "$p"
+  printf '#include <stdlib.h>\nunsigned planted(void) { return arc4random(); }\n' |
+    aarch64-linux-gnu-gcc -x c - -shared -fPIC -o "$p/libnew_version.so" &&
+    echo 'int planted(void) { return 0; }' |
+    aarch64-linux-gnu-gcc -x c - -shared -fPIC -o "$p/libneeds_zstd.so" \
+      -Wl,--no-as-needed -l:libzstd.so.1 || return 1
+  out=$(python3 tools/check_portability.py --arch aarch64 "$p") || rc=$?
+  echo "$out"
+  ((rc == 1)) && grep -q "libnew_version.so (aarch64): needs GLIBC_2.36 .*arc4random" <<<"$out" &&
+    grep -q "libneeds_zstd.so (aarch64): needs libzstd.so.1" <<<"$out"
+}
+check "the portability check fails on planted violations" planted
+# The installed CLI starts (its constructors run through glibc_compat_exe.cpp's start-up) and a
+# thrown exception unwinds (libgcc's unwinder, through glibc_compat.cpp's _dl_find_object).
+cli_starts() {
+  local cli=$dir/prefix/bin/perftracker err rc=0
+  [[ $("${qemu[@]}" "$cli" --version) == "perftracker "*" (ring format "* ]] || return 1
+  err=$("${qemu[@]}" "$cli" analyze --no-such-option 2>&1) || rc=$?
+  ((rc == 2)) && grep -q "unknown option --no-such-option" <<<"$err"
+}
+check "the installed CLI starts and unwinds an exception" cli_starts
 # The kill test forks 120 writers: minutes under emulation, and nothing architecture-specific.
 check "unit tests (format, codec, ring)" "${qemu[@]}" "$dir/test/unit/unit_tests" "~[kill]"
 if ((threads)); then
