@@ -37,6 +37,8 @@ bool ParseLinkGbps(const std::string& v, AnalyzeOptions* o) {
   return *end == '\0' && o->intra_link_gbps > 0 && o->inter_link_gbps > 0;
 }
 
+}  // namespace
+
 // The step as the program measures it: the median over the rank's slots of their mean
 // iteration, leaving out the one that starts at iteration 0 (imports, compilation, the first
 // allocations and autotuning take seconds there) when later ones exist. A median over slots,
@@ -57,6 +59,8 @@ double SteadyIteration(const RankData& r) {
   }
   return Median(means);
 }
+
+namespace {
 
 std::vector<RankIterations> IterationStats(const Dataset& ds) {
   std::vector<RankIterations> out;

@@ -12,4 +12,9 @@ namespace perftracker::analyzer {
 
 Report Analyze(std::unique_ptr<Dataset> dataset, const Thresholds& thresholds);
 
+// A rank's step after start-up: the median of its slots' mean iteration, the slot that starts
+// at its first iteration left out when later ones exist. The step analyze reports (the median
+// over ranks) and diff compares.
+double SteadyIteration(const RankData& r);
+
 }  // namespace perftracker::analyzer

@@ -13,10 +13,12 @@
 // Beside them, the causes: the analysis `analyze` runs, on both runs, and the candidates that are
 // new or grew in CUR (diff_causes.h), printed first. They explain regressions and never change
 // the exit status: 1 on a regression, 0 otherwise, 2 on usage or unreadable input.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <vector>
 
 #include "analyzer/commands/cli.h"
 #include "analyzer/commands/command_line.h"
@@ -114,14 +116,24 @@ Profile MakeProfile(const Dataset& ds) {
   Quantity& step = p.metrics["step"];
   step.name = "step time";
   step.kind = "iteration";
+  std::vector<double> steady;  // per rank, as analyze reports it: one definition of the step
   for (const RankData& r : ds.ranks) {
+    uint64_t first = UINT64_MAX;
+    size_t with_iterations = 0;
     for (const Slot& s : r.slots) {
-      if (s.iterations > 0) step.Add(s.key, s.MeanIterationNs());
+      if (s.iterations > 0) first = std::min(first, s.iter_begin), ++with_iterations;
     }
+    // Start-up's slot (imports, compilation, first allocations) is no step of the job's.
+    for (const Slot& s : r.slots) {
+      if (s.iterations > 0 && (s.iter_begin != first || with_iterations == 1)) {
+        step.Add(s.key, s.MeanIterationNs());
+      }
+    }
+    if (with_iterations > 0) steady.push_back(SteadyIteration(r));
     ProfileFunctions(ds, r, &p);
     ProfileCollectives(ds, r, &p);
   }
-  p.step_ns = MedianOf(step.values);
+  p.step_ns = MedianOf(steady);
   return p;
 }
 
