@@ -50,8 +50,11 @@ std::string PreloadRefusal(const std::string& library) {
   for (std::string& s : env) envp.push_back(s.data());
   envp.push_back(nullptr);
   char name[] = "perftracker", version[] = "--version", sh[] = "sh", c[] = "-c", noop[] = ":";
-  char* argv[] = {name, version, nullptr};
-  char* sh_argv[] = {sh, c, noop, nullptr};  // where /proc is not mounted (a bare chroot)
+  char* argv[] = {name, version, nullptr};  // where there is no /bin/sh (a bare chroot)
+  // Any program shows whether the loader takes the library; the shell does nothing else, while
+  // this process's own image may be another program than the CLI (the analyzer's tests run
+  // `run` in-process, and their binary has no --version).
+  char* sh_argv[] = {sh, c, noop, nullptr};
 
   int out[2];
   if (pipe2(out, O_CLOEXEC) != 0) return {};  // cannot ask: let the job tell
@@ -60,8 +63,8 @@ std::string PreloadRefusal(const std::string& library) {
     const int null = open("/dev/null", O_WRONLY);
     if (null >= 0) dup2(null, STDOUT_FILENO);
     dup2(out[1], STDERR_FILENO);
-    execve("/proc/self/exe", argv, envp.data());
     execve("/bin/sh", sh_argv, envp.data());
+    execve("/proc/self/exe", argv, envp.data());
     _exit(kCannotAsk);
   }
   close(out[1]);
