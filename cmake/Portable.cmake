@@ -11,12 +11,16 @@
 # Sanitizer builds are for our tests only and link as usual.
 set(PERFTRACKER_GLIBC_FLOOR 2.28)
 
-add_library(perftracker_glibc_compat OBJECT ${PROJECT_SOURCE_DIR}/preload/glibc_compat.cpp)
-add_library(perftracker_glibc_compat_exe OBJECT ${PROJECT_SOURCE_DIR}/preload/glibc_compat_exe.cpp)
-foreach(compat perftracker_glibc_compat perftracker_glibc_compat_exe)
-  target_compile_options(${compat} PRIVATE -fno-exceptions -fvisibility=hidden)
-  perftracker_warnings(${compat})
-endforeach()
+if(NOT PERFTRACKER_SANITIZE)
+  add_library(perftracker_glibc_compat OBJECT ${PROJECT_SOURCE_DIR}/preload/glibc_compat.cpp)
+  add_library(perftracker_glibc_compat_exe OBJECT
+              ${PROJECT_SOURCE_DIR}/preload/glibc_compat_exe.cpp)
+  foreach(compat perftracker_glibc_compat perftracker_glibc_compat_exe)
+    target_include_directories(${compat} PRIVATE ${PROJECT_SOURCE_DIR})
+    target_compile_options(${compat} PRIVATE -fno-exceptions -fvisibility=hidden)
+    perftracker_warnings(${compat})
+  endforeach()
+endif()
 
 function(perftracker_portable target)
   if(PERFTRACKER_SANITIZE)

@@ -27,26 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-// The tail jumps: `name` (hidden) jumps to `name@version`, with the caller's registers and
-// return address untouched (dlopen, dlsym and dlvsym find their caller from it).
-#if defined(__x86_64__)
-#define PT_JUMP(target) "jmp " target "@PLT\n"
-#define PT_V(x86, arm) x86
-#elif defined(__aarch64__)
-#define PT_JUMP(target) "b " target "\n"
-#define PT_V(x86, arm) arm
-#else
-#error "glibc_compat: x86-64 and aarch64 only"
-#endif
-
-#define PT_FORWARD(name, version)                                         \
-  __asm__(".text\n"                                                       \
-          ".globl " #name "\n"                                            \
-          ".hidden " #name "\n"                                           \
-          ".type " #name ", %function\n"                                  \
-          ".p2align 4\n" #name ":\n" PT_JUMP("perftracker_old_" #name)    \
-          ".size " #name ", .-" #name "\n"                                \
-          ".symver perftracker_old_" #name ", " #name "@" version "\n");
+#include "preload/glibc_forward.h"
 
 PT_FORWARD(dladdr, PT_V("GLIBC_2.2.5", "GLIBC_2.17"))
 PT_FORWARD(dladdr1, PT_V("GLIBC_2.3.3", "GLIBC_2.17"))
@@ -174,7 +155,7 @@ int FindObjectIn(dl_phdr_info* info, size_t, void* arg) {
 // glibc before 2.30 had libstdc++ do it.
 [[gnu::visibility("hidden")]] int pthread_cond_clockwait(pthread_cond_t* cond,
                                                          pthread_mutex_t* mutex, clockid_t clock,
-                                                         const timespec* deadline) noexcept {
+                                                         const timespec* deadline) {
   if (clock == CLOCK_REALTIME) return pthread_cond_timedwait(cond, mutex, deadline);
   timespec now{}, real{};
   clock_gettime(clock, &now);

@@ -4,26 +4,7 @@
 #include <dlfcn.h>
 #include <stddef.h>
 
-#if defined(__x86_64__)
-#define PT_JUMP(target) "jmp " target "@PLT\n"
-#define PT_V(x86, arm) x86
-#elif defined(__aarch64__)
-#define PT_JUMP(target) "b " target "\n"
-#define PT_V(x86, arm) arm
-#else
-#error "glibc_compat_exe: x86-64 and aarch64 only"
-#endif
-
-// A tail jump keeps the caller's return address, which dlopen and dlsym go by (RTLD_NEXT, the
-// caller's namespace).
-#define PT_FORWARD(name, version)                                         \
-  __asm__(".text\n"                                                       \
-          ".globl " #name "\n"                                            \
-          ".hidden " #name "\n"                                           \
-          ".type " #name ", %function\n"                                  \
-          ".p2align 4\n" #name ":\n" PT_JUMP("perftracker_old_" #name)    \
-          ".size " #name ", .-" #name "\n"                                \
-          ".symver perftracker_old_" #name ", " #name "@" version "\n");
+#include "preload/glibc_forward.h"
 
 PT_FORWARD(dlopen, PT_V("GLIBC_2.2.5", "GLIBC_2.17"))
 PT_FORWARD(dlsym, PT_V("GLIBC_2.2.5", "GLIBC_2.17"))
