@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 import live
 import matrix
 import record
+from run import describe  # test/scenarios' one-line candidate (record.py puts it on the path)
 
 SCHEMA = 1
 AXES = ("shape", "rate", "fault", "dose", "position")
@@ -44,13 +45,8 @@ def extract(store, cell_id, into):
 
 
 def analyze(tools, rings, min_score=None):
-    cmd = [tools.cli, "analyze", rings, "--json", "-", "--top", "20", "--jobs", "1"]
-    if min_score is not None:
-        cmd += ["--min-score", str(min_score)]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        raise RuntimeError(f"analyze exited {p.returncode}: {p.stderr.strip()[:300]}")
-    return json.loads(p.stdout)
+    """The report, as test/scenarios reads it; one thread each (the cells run side by side)."""
+    return tools.analyze(rings, min_score, extra=("--jobs", "1"))
 
 
 def mean_step(step_times):
@@ -63,13 +59,6 @@ def mean_step(step_times):
         k = max(1, len(ends) // 10)
         per_rank.append((ends[-1] - ends[k]) / (len(ends) - 1 - k))
     return statistics.median(per_rank) if per_rank else None
-
-
-def describe(c):
-    if c is None:
-        return "none"
-    ranks = ",".join(map(str, c["rank_set"]))
-    return f"{c['category']} [{ranks}] {c['function'][-70:]} ({c['score']:.3f})"
 
 
 def parts(c, truth):

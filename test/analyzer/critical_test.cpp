@@ -474,13 +474,7 @@ Json AnalyzeCpuModel(double log_ms) {
     AsCpuWindow(w);
     const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
     const auto add = [&](const char* name, int32_t parent, uint64_t self, uint64_t total) {
-      format::FunctionPattern f = LeafFunction(format::FunctionKind::kPython, name, n, self);
-      f.parent = parent;
-      f.total_ns = total * n;
-      f.min_ns = f.max_ns = total;
-      f.critical_ns = f.self_ns;
-      w->functions.push_back(f);
-      return static_cast<int32_t>(w->functions.size() - 1);
+      return AddCallFrame(w, name, parent, n, self, total, /*critical=*/true);
     };
     const int32_t dispatch = add(kCallImpl, -1, 1'000'000, 201'000'000);
     add(kAttention, dispatch, 200'000'000, 200'000'000);

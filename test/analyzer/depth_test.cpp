@@ -18,16 +18,7 @@ void AddCheckpoint(int rank, int slow_rank, format::Window* w) {
   const bool slow = rank == slow_rank;
   const uint64_t leaf_a = slow ? 6'000'000 : 10'000, leaf_b = slow ? 5'000'000 : 10'000;
   const auto add = [&](const char* name, int32_t parent, uint64_t self, uint64_t total) {
-    format::FunctionPattern f;
-    f.kind = format::FunctionKind::kPython;
-    f.name = name;
-    f.parent = parent;
-    f.count = n;
-    f.self_ns = self * n;
-    f.total_ns = total * n;
-    f.min_ns = f.max_ns = total;
-    w->functions.push_back(f);
-    return static_cast<int32_t>(w->functions.size() - 1);
+    return AddCallFrame(w, name, parent, n, self, total);
   };
   const int32_t user =
       add("/home/user/train.py:50:save_checkpoint", -1, 20'000, 20'000 + 100'000 + leaf_a + leaf_b);
@@ -103,17 +94,7 @@ void AddJsonLogging(format::Window* w) {
   w->critical_path = true;
   w->device_idle_ns = 40'000'000 * n;
   const auto add = [&](const char* name, int32_t parent, uint64_t self, uint64_t total) {
-    format::FunctionPattern f;
-    f.kind = format::FunctionKind::kPython;
-    f.name = name;
-    f.parent = parent;
-    f.count = n;
-    f.self_ns = self * n;
-    f.total_ns = total * n;
-    f.min_ns = f.max_ns = total;
-    f.critical_ns = f.self_ns;
-    w->functions.push_back(f);
-    return static_cast<int32_t>(w->functions.size() - 1);
+    return AddCallFrame(w, name, parent, n, self, total, /*critical=*/true);
   };
   const int32_t user = add(kLogMetrics, -1, 10'000'000, 30'000'000);
   const int32_t dumps = add(kDumps, user, 5'000'000, 20'000'000);

@@ -32,6 +32,17 @@ format::FunctionPattern LeafFunction(format::FunctionKind kind, std::string name
   return f;
 }
 
+int32_t AddCallFrame(format::Window* w, const char* name, int32_t parent, uint64_t count,
+                     uint64_t self_each, uint64_t total_each, bool critical) {
+  format::FunctionPattern f = LeafFunction(format::FunctionKind::kPython, name, count, self_each);
+  f.parent = parent;
+  f.total_ns = total_each * count;
+  f.min_ns = f.max_ns = total_each;
+  f.critical_ns = critical ? f.self_ns : 0;
+  w->functions.push_back(f);
+  return static_cast<int32_t>(w->functions.size() - 1);
+}
+
 std::vector<std::string> WriteJob(const std::string& dir, const JobSpec& spec) {
   std::vector<std::string> paths;
   synthetic::JobShape shape = spec.shape;

@@ -44,6 +44,12 @@ synthetic::JobShape SmallShape();
 format::FunctionPattern LeafFunction(format::FunctionKind kind, std::string name, uint64_t count,
                                      uint64_t each_ns);
 
+// Appends a Python frame called `count` times under the window's function `parent` (-1: none),
+// each call `self_each` ns of its own and `total_each` with its callees; with `critical`, all of
+// its own time on the critical path. Returns its index among the window's functions.
+int32_t AddCallFrame(format::Window* w, const char* name, int32_t parent, uint64_t count,
+                     uint64_t self_each, uint64_t total_each, bool critical = false);
+
 // Writes the job under `dir`; returns the path of each rank's file (empty when skipped).
 std::vector<std::string> WriteJob(const std::string& dir, const JobSpec& spec);
 
