@@ -8,10 +8,10 @@
 
 namespace perftracker::analyzer {
 
-// Empty when the library loads; else the loader's reason, one line. Runs this binary
-// (`perftracker --version`; /bin/sh where /proc is not mounted) once with only `library`
-// preloaded and the library's hooks off (PERFTRACKER_ENABLE=0), as a job's processes would
-// start: the same loader, search path and environment, a few milliseconds.
+// Empty when the library loads; else the loader's reason, one line. Runs `/bin/sh -c :` (this
+// binary's `--version` where there is no shell) once with only `library` preloaded and the
+// library's hooks off (PERFTRACKER_ENABLE=0), as a job's processes would start: the same
+// loader, search path and environment, a few milliseconds.
 std::string PreloadRefusal(const std::string& library);
 
 }  // namespace perftracker::analyzer
