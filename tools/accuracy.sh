@@ -4,12 +4,13 @@
 #   tools/accuracy.sh score  [--cells REGEX]                          re-analyze, write the scoreboard
 #   tools/accuracy.sh list   [--cells REGEX]                          cells and what is recorded
 #   tools/accuracy.sh ci                                              the CI subset against its floor
+#   tools/accuracy.sh live                                            watch beside mid-run faults
 # Archives live outside git, in $PERFTRACKER_BENCH_DIR (default ~/.cache/perftracker/accuracy).
 # BUILD (default build-bench) is a Release build of the library, the CLI and simgpu.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD:-build-bench}
-command=${1:?usage: tools/accuracy.sh record|score|list|ci [options]}
+command=${1:?usage: tools/accuracy.sh record|score|list|live|ci [options]}
 shift
 if [[ $command != list ]]; then
   tools/setup.sh

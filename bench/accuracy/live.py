@@ -11,6 +11,7 @@ clean twin's rings), a train_lm thread fault from step `onset` (--fault-from).
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -37,7 +38,6 @@ def ops_per_step(tools, store, twin):
         calls = sum(c.get("count", 0) for c in w["collectives"])
         return calls / w["iterations"]["count"]
     finally:
-        import shutil
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -102,6 +102,7 @@ def run_live(m, spec, tools, store, ranks):
     os.makedirs(os.path.join(store, "live"), exist_ok=True)
     with open(os.path.join(store, "live", cell.id + ".json"), "w") as f:
         json.dump(result, f, indent=1)
+    shutil.rmtree(work, ignore_errors=True)
     return result
 
 
@@ -139,8 +140,10 @@ def judge_live(result):
             before.append(f"{e.get('category')} {e.get('rank_set')} {e.get('function', '')[-50:]}")
         elif right and named is None:
             named = round(t - onset_unix, 1)
+    # No live cell hangs: every hang report is a false one.
+    hangs = sum(e.get("type") == "hang" for e in result["events"])
     return {"cell": result["cell"], "onset_to_verdict_s": named, "claims_before_onset": before,
-            "events": len(result["events"])}
+            "false_hangs": hangs, "events": len(result["events"])}
 
 
 def scored(store):

@@ -260,8 +260,10 @@ def text(board):
               "| cell | onset to verdict | claims before the onset |", "| --- | --- | --- |"]
     for lv in board.get("live", []):
         named = lv.get("onset_to_verdict_s")
+        hangs = lv.get("false_hangs", 0)
         lines.append(f"| {lv['cell']} | {'never' if named is None else f'{named} s'} | "
-                     f"{'; '.join(lv.get('claims_before_onset', [])) or 'none'} |")
+                     f"{'; '.join(lv.get('claims_before_onset', [])) or 'none'}"
+                     f"{f'; {hangs} hang reports (no rank hung)' if hangs else ''} |")
     lines += ["", "## Failures", "", "| cell | truth | said instead |", "| --- | --- | --- |"]
     for o in board["failures"]:
         lines.append(f"| {o['id']} | {o.get('truth', 'no claim')} | {o['said']} |")
@@ -321,8 +323,12 @@ def ci_board(m, tools, jobs_n):
 def floor_of(board):
     return {"commit": board["commit"],
             "figures": {k: board["totals"][k]["k"] for k in HIGHER + LOWER},
-            "cells": {o["id"]: bool(o.get("right")) and not o.get("false_claim")
-                      for o in board["outcomes"]}}
+            "cells": {o["id"]: cell_right(o) for o in board["outcomes"]}}
+
+
+def cell_right(o):
+    """A faulty cell named right; a clean or masked one without a false claim."""
+    return bool(o.get("right")) if o.get("kind") == "faulty" else not o.get("false_claim")
 
 
 def compare(floor, board):
