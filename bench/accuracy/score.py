@@ -44,9 +44,18 @@ def extract(store, cell_id, into):
         return json.load(f), os.path.join(into, "rings")
 
 
-def analyze(tools, rings, min_score=None):
-    """The report, as test/scenarios reads it; one thread each (the cells run side by side)."""
-    return tools.analyze(rings, min_score, extra=("--jobs", "1"))
+# The CLI's default --min-score: what a user's report lists.
+MIN_SCORE = 0.01
+
+
+def analyze(tools, rings):
+    """Every candidate, however small (the runner-up's score is the margin's denominator), and
+    the user's report: the same candidates from the threshold up (the CLI's cut is the last step
+    of ranking, so one analysis gives both). One thread each: the cells run side by side."""
+    everything = tools.analyze(rings, 0, extra=("--jobs", "1", "--top", "1000"))
+    report = dict(everything, candidates=[c for c in everything["candidates"]
+                                          if c["score"] >= MIN_SCORE])
+    return report, everything
 
 
 def mean_step(step_times):
@@ -118,7 +127,7 @@ def score_cell(cell, tools, store, twins):
         meta, rings = extract(store, cell.id, os.path.join(work, "cell"))
         step = mean_step(meta.get("step_times", {}))
         twin_step = twins.get(cell.twin)
-        out = judge(meta["cell"], analyze(tools, rings), analyze(tools, rings, 0), twin_step, step)
+        out = judge(meta["cell"], *analyze(tools, rings), twin_step, step)
         # diff: a quiet fault against its twin is a planted slowdown to detect
         if cell.dose == "quiet" and os.path.exists(record.archive_path(store, cell.twin)):
             _, twin_rings = extract(store, cell.twin, os.path.join(work, "twin"))
