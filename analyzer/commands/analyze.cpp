@@ -39,23 +39,26 @@ bool ParseLinkGbps(const std::string& v, AnalyzeOptions* o) {
 
 }  // namespace
 
-// The step as the program measures it: the median over the rank's slots of their mean
-// iteration, leaving out the one that starts at iteration 0 (imports, compilation, the first
-// allocations and autotuning take seconds there) when later ones exist. A median over slots,
-// not a mean over iterations: one checkpoint or evaluation window does not move it either.
-double SteadyIteration(const RankData& r) {
-  std::vector<double> means;
+// The iteration where a rank's start-up slot begins (imports, compilation, the first allocations
+// and autotuning take seconds there), or UINT64_MAX when it is the rank's only slot with
+// iterations: then it is all there is to measure.
+uint64_t StartupBegin(const RankData& r) {
   uint64_t first = UINT64_MAX;
+  size_t with_iterations = 0;
   for (const Slot& s : r.slots) {
-    if (s.iterations > 0) first = std::min(first, s.iter_begin);
+    if (s.iterations > 0) first = std::min(first, s.iter_begin), ++with_iterations;
   }
+  return with_iterations > 1 ? first : UINT64_MAX;
+}
+
+// The step as the program measures it: the median over the rank's slots of their mean
+// iteration, start-up's slot left out (StartupBegin). A median over slots, not a mean over
+// iterations: one checkpoint or evaluation window does not move it either.
+double SteadyIteration(const RankData& r) {
+  const uint64_t startup = StartupBegin(r);
+  std::vector<double> means;
   for (const Slot& s : r.slots) {
-    if (s.iterations > 0 && s.iter_begin != first) means.push_back(s.MeanIterationNs());
-  }
-  if (means.empty()) {
-    for (const Slot& s : r.slots) {
-      if (s.iterations > 0) means.push_back(s.MeanIterationNs());
-    }
+    if (s.iterations > 0 && s.iter_begin != startup) means.push_back(s.MeanIterationNs());
   }
   return Median(means);
 }

@@ -118,18 +118,16 @@ Profile MakeProfile(const Dataset& ds) {
   step.kind = "iteration";
   std::vector<double> steady;  // per rank, as analyze reports it: one definition of the step
   for (const RankData& r : ds.ranks) {
-    uint64_t first = UINT64_MAX;
-    size_t with_iterations = 0;
-    for (const Slot& s : r.slots) {
-      if (s.iterations > 0) first = std::min(first, s.iter_begin), ++with_iterations;
-    }
     // Start-up's slot (imports, compilation, first allocations) is no step of the job's.
+    const uint64_t startup = StartupBegin(r);
+    bool any = false;
     for (const Slot& s : r.slots) {
-      if (s.iterations > 0 && (s.iter_begin != first || with_iterations == 1)) {
+      if (s.iterations > 0 && s.iter_begin != startup) {
         step.Add(s.key, s.MeanIterationNs());
+        any = true;
       }
     }
-    if (with_iterations > 0) steady.push_back(SteadyIteration(r));
+    if (any) steady.push_back(SteadyIteration(r));
     ProfileFunctions(ds, r, &p);
     ProfileCollectives(ds, r, &p);
   }
