@@ -75,10 +75,19 @@ std::vector<RankIterations> IterationStats(const Dataset& ds) {
     it.count = static_cast<uint64_t>(n);
     it.mean_s = n > 0 ? total / n * 1e-9 : 0;
     it.steady_s = SteadyIteration(r) * 1e-9;
-    it.p50_s = static_cast<double>(r.iteration_hist.Quantile(0.5)) * 1e-9;
-    it.p99_s = static_cast<double>(r.iteration_hist.Quantile(0.99)) * 1e-9;
-    it.min_s = static_cast<double>(r.iteration_hist.Quantile(0)) * 1e-9;
-    it.max_s = static_cast<double>(r.iteration_hist.Quantile(1)) * 1e-9;
+    // The spread after start-up, as the median is (its first batches, a first collective's
+    // set-up and compilation are no measure of the steady step); a reduced file from before
+    // slots kept histograms, or a rank with only its start-up slot, gives the rank's whole.
+    const uint64_t startup = StartupBegin(r);
+    format::Histogram steady;
+    for (const Slot& s : r.slots) {
+      if (s.iterations > 0 && s.iter_begin != startup) steady.Merge(s.iteration_hist);
+    }
+    const format::Histogram& h = steady.counts.empty() ? r.iteration_hist : steady;
+    it.p50_s = static_cast<double>(h.Quantile(0.5)) * 1e-9;
+    it.p99_s = static_cast<double>(h.Quantile(0.99)) * 1e-9;
+    it.min_s = static_cast<double>(h.Quantile(0)) * 1e-9;
+    it.max_s = static_cast<double>(h.Quantile(1)) * 1e-9;
     out.push_back(it);
   }
   return out;
@@ -172,6 +181,7 @@ Report Analyze(std::unique_ptr<Dataset> dataset, const Thresholds& thresholds) {
   }
   rep.hangs = DetectHangs(ds, rep.median_iteration_s * 1e9);
   rep.candidates = RankCandidates(frame, findings, rep.hangs, rep.median_iteration_s);
+  AddWorkerCandidates(frame, rep.median_iteration_s, &rep.candidates);
   AttachHelperEvidence(ds, &rep.candidates);
   AttachBeta(frame, &rep.candidates);
   AttachWhatIf(rep.median_iteration_s, &rep.candidates);

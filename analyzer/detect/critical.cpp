@@ -34,7 +34,6 @@ constexpr double kCalleesExplain = 0.8;
 
 // Files of the framework (site-packages-relative names, as the collector writes them).
 bool Framework(const std::string& name) { return name.starts_with("torch/"); }
-bool UserCode(const std::string& name) { return !name.empty() && name[0] == '/'; }
 
 // Whether a framework frame is above each function: on a CPU rank the framework's frames are
 // the compute, and so is the user's code they call back into -- an nn.Module's forward that

@@ -8,7 +8,9 @@
 //                 the iteration, reported when it persists: in enough windows, and in more of
 //                 them than chance allows given how often the peers are flagged on the same
 //                 metric (scheduler noise on an oversubscribed host hits every rank now and then;
-//                 a fault hits one rank every time).
+//                 a fault hits one rank every time). A group of two (a pipeline stage's two
+//                 replicas, a 2-rank job) has no median: each is measured against the faster,
+//                 with the floors as its spread.
 //  expected range per group: the median rank's share of the iteration of functions that block
 //                 the host (data loader, GC, host syncs: <= 1%; copies: <= 5%), for problems
 //                 every rank shares, which comparing ranks cannot see; and of every Python
@@ -43,6 +45,7 @@ enum class Source : uint8_t {
   kLink,
   kHang,
   kBandwidth,
+  kWorkers,  // a rank's loader workers' CPU beyond its peers' (verdict/workers.cpp)
 };
 
 struct Finding {

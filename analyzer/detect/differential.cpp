@@ -29,9 +29,14 @@ void TallySlot(const Frame& f, const PeerGroup& g, size_t k, const std::vector<M
                double iter, std::vector<Tally>* tallies) {
   std::vector<double> v;
   for (const MemberValue& m : vals) v.push_back(m.value);
-  const double med = MedianOf(v);
+  // A pair (two pipeline stages' replicas, a 2-rank job) has no median to stand out from: each
+  // is measured against the faster, and its spread is the floors' alone -- the relative floor
+  // is 2% of the value, so a rank must be 10% slower at z = 5, slot after slot, where a
+  // group of three needs no more than its peers' spread.
+  const double med = v.size() == 2 ? std::min(v[0], v[1]) : MedianOf(v);
+  const double spread = v.size() == 2 ? 0.0 : RobustSigma(v, med);
   const double sigma =
-      std::max({RobustSigma(v, med), f.th.relative_floor * med, f.th.absolute_floor * iter, 1.0});
+      std::max({spread, f.th.relative_floor * med, f.th.absolute_floor * iter, 1.0});
   for (const auto& [i, x, var] : vals) {
     Tally& t = (*tallies)[i];
     const double excess = x - med;
@@ -165,9 +170,10 @@ std::pair<double, double> ChanceOfFlags(const std::vector<Tally>& tallies, size_
 }
 
 // Each member's tally of each of `metrics` over one group, slot by slot (a slot needs three
-// members). Values are gathered member by member for all the metrics at once: a member's sums of
-// neighbouring functions lie together in its slot, while one function across thousands of
-// members is a cache miss per member (at 4,096 ranks that miss was 43% of the analysis).
+// members; a pair, both). Values are gathered member by member for all the metrics at once: a
+// member's sums of neighbouring functions lie together in its slot, while one function across
+// thousands of members is a cache miss per member (at 4,096 ranks that miss was 43% of the
+// analysis).
 // `scratch` is kept from call to call: allocated anew, its vectors of thousands of members were
 // mmapped and faulted in every time.
 std::vector<std::vector<Tally>> TallyMetrics(const Frame& f, const PeerGroup& g,
@@ -188,7 +194,9 @@ std::vector<std::vector<Tally>> TallyMetrics(const Frame& f, const PeerGroup& g,
       }
     }
     for (size_t j = 0; j < metrics.size(); ++j) {
-      if (vals[j].size() >= 3) TallySlot(f, g, k, vals[j], iterations[k], &tallies[j]);
+      if (vals[j].size() >= std::min<size_t>(3, g.members.size())) {
+        TallySlot(f, g, k, vals[j], iterations[k], &tallies[j]);
+      }
     }
   }
   return tallies;
@@ -226,7 +234,7 @@ std::vector<Finding> DetectDifferential(const Frame& f) {
   const auto& fns = f.ds->catalog.functions();
   for (size_t gi = 0; gi < f.groups->size(); ++gi) {
     const PeerGroup& g = (*f.groups)[gi];
-    if (g.members.size() < 3) continue;
+    if (g.members.size() < 2) continue;
     std::vector<std::vector<double>> excess(g.members.size(), std::vector<double>(fns.size()));
     constexpr std::array kAggregates = {Aggregate::kKernels, Aggregate::kPython,
                                         Aggregate::kCudaApi, Aggregate::kMemcpy};

@@ -357,7 +357,12 @@ void FoldWindow(const format::Window& w, Catalog* catalog, RankData* rank, FoldS
   InternTables(w, catalog, scratch);
   const std::vector<uint32_t>* fn_index = &scratch->fn_index;
   const std::vector<uint32_t>* coll_index = &scratch->coll_index;
-  Slot* slot = SlotFor(rank, w.iter_begin);
+  // A helper marks no iterations: its slots are its first window (start-up: the interpreter,
+  // a spawned worker's imports, the first batches) and the rest, so that its steady work can be
+  // told from its start-up (verdict/workers.cpp).
+  const uint64_t key_begin =
+      rank->identity.helper_of != 0 ? static_cast<uint64_t>(w.window_seq > 0) : w.iter_begin;
+  Slot* slot = SlotFor(rank, key_begin);
   slot->iter_begin = std::min(slot->iter_begin, w.iter_begin);
   slot->iter_end = std::max(slot->iter_end, std::max(w.iter_end, w.iter_begin));
   ++slot->windows;
@@ -381,6 +386,7 @@ void FoldWindow(const format::Window& w, Catalog* catalog, RankData* rank, FoldS
   if (w.thread_cpu_ns != 0 || w.run_delay_ns != 0) {
     ++slot->sched_windows;
     slot->run_delay_ns += static_cast<double>(w.run_delay_ns);
+    slot->thread_cpu_ns += static_cast<double>(w.thread_cpu_ns);
   }
   // A window without iteration marks still covers iter_end - iter_begin iterations; in a job
   // whose iterations are never recognized, its duration is one. But once iterations have begun,
@@ -398,6 +404,7 @@ void FoldWindow(const format::Window& w, Catalog* catalog, RankData* rank, FoldS
   AddFunctions(w, *fn_index, slot);
   AddCollectives(w, *coll_index, slot);
   rank->iteration_hist.Merge(w.iterations.duration);
+  slot->iteration_hist.Merge(w.iterations.duration);
   rank->AddSignals(w);
   ++rank->windows;
   while (rank->slots.size() > kMaxSlots) Rekey(rank, rank->shift + 1);

@@ -141,8 +141,10 @@ void Slot::Merge(const Slot& other) {
   device_windows += other.device_windows;
   sched_windows += other.sched_windows;
   run_delay_ns += other.run_delay_ns;
+  thread_cpu_ns += other.thread_cpu_ns;
   iterations += other.iterations;
   iteration_ns += other.iteration_ns;
+  iteration_hist.Merge(other.iteration_hist);
   functions.Merge(other.functions);
   MergeCollectives(&collectives, other.collectives);
 }

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -32,6 +33,10 @@ struct FunctionInfo {
   bool comm = false;  // its time is communication (NCCL kernels): early arrivers wait inside it
   uint64_t parent_id = 0;  // the caller's id (Python call paths); 0 at the root
 };
+
+// The user's own code: the collector writes site-packages, dist-packages and standard-library
+// files relative to their root, and every other file by its absolute path.
+inline bool UserCode(std::string_view name) { return !name.empty() && name[0] == '/'; }
 
 struct CollectiveInfo {
   uint64_t comm_id = 0;
@@ -103,8 +108,11 @@ struct Slot {
   // Windows with the iteration thread's scheduler account, and its run-queue delay (FORMAT.md).
   uint64_t sched_windows = 0;
   double run_delay_ns = 0;
+  double thread_cpu_ns = 0;  // the same thread's time on a CPU (a helper's: its main thread's)
   double iterations = 0;
   double iteration_ns = 0;                 // summed iteration durations
+  // Its windows' iteration durations: the spread after start-up leaves the start-up slot's out.
+  format::Histogram iteration_hist;
   FunctionSums functions;                  // by catalog index
   std::vector<CollectiveSum> collectives;  // by catalog index
 

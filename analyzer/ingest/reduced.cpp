@@ -103,11 +103,21 @@ bool AddPlanes(const flatbuffers::Vector<uint8_t>* planes, size_t n,
   return true;
 }
 
+// A histogram's run of buckets; false when it runs past the last bucket.
+bool ReadHistogram(int first, const flatbuffers::Vector<uint32_t>* counts, format::Histogram* out) {
+  const size_t buckets = counts ? counts->size() : 0;
+  if (first < 0 || static_cast<size_t>(first) + buckets > format::kHistogramBuckets) return false;
+  out->first = buckets == 0 ? 0 : first;
+  if (buckets > 0) out->counts.assign(counts->begin(), counts->end());
+  return true;
+}
+
 // --- encoding ---
 
 Offset<rfb::Slot> EncodeSlot(flatbuffers::FlatBufferBuilder& b, const Slot& s) {
   const auto fns = b.CreateVector(Planes(s.functions, kFunctionColumns));
   const auto colls = b.CreateVector(Planes(s.collectives, kCollectiveColumns));
+  const auto hist = b.CreateVector(s.iteration_hist.counts);
   rfb::SlotBuilder sb(b);
   sb.add_key(s.key);
   sb.add_iter_begin(s.iter_begin);
@@ -118,6 +128,9 @@ Offset<rfb::Slot> EncodeSlot(flatbuffers::FlatBufferBuilder& b, const Slot& s) {
   sb.add_device_windows(s.device_windows);
   sb.add_sched_windows(s.sched_windows);
   sb.add_run_delay_ns(s.run_delay_ns);
+  sb.add_thread_cpu_ns(s.thread_cpu_ns);
+  sb.add_iteration_first_bucket(s.iteration_hist.first);
+  sb.add_iteration_counts(hist);
   sb.add_iterations(s.iterations);
   sb.add_iteration_ns(s.iteration_ns);
   sb.add_functions(static_cast<uint32_t>(s.functions.size()));
@@ -248,12 +261,9 @@ bool DecodeRank(const rfb::Rank& in, const std::vector<uint32_t>& fn_map,
                         in.duplicates(),    in.truncated(),    in.live_valid()};
   r->health = format::Health{in.dropped_events(), in.hook_ns(), in.hook_calls(),
                              in.dropped_functions(), in.dropped_windows()};
-  const int first = in.iteration_first_bucket();
-  const size_t buckets = in.iteration_counts() ? in.iteration_counts()->size() : 0;
-  if (first < 0 || static_cast<size_t>(first) + buckets > format::kHistogramBuckets) return false;
-  r->iteration_hist.first = buckets == 0 ? 0 : first;
-  if (buckets > 0)
-    r->iteration_hist.counts.assign(in.iteration_counts()->begin(), in.iteration_counts()->end());
+  if (!ReadHistogram(in.iteration_first_bucket(), in.iteration_counts(), &r->iteration_hist)) {
+    return false;
+  }
   r->windows = in.windows();
   r->python_unrecorded_windows = in.python_unrecorded_windows();
   r->shift = in.shift();
@@ -285,9 +295,12 @@ bool DecodeRank(const rfb::Rank& in, const std::vector<uint32_t>& fn_map,
     out.device_windows = s.device_windows();
     out.sched_windows = s.sched_windows();
     out.run_delay_ns = s.run_delay_ns();
+    out.thread_cpu_ns = s.thread_cpu_ns();
     out.iterations = s.iterations();
     out.iteration_ns = s.iteration_ns();
-    if (!PlausibleSum(out.run_delay_ns) || !PlausibleSum(out.iterations) ||
+    if (!ReadHistogram(s.iteration_first_bucket(), s.iteration_counts(), &out.iteration_hist) ||
+        !PlausibleSum(out.run_delay_ns) || !PlausibleSum(out.thread_cpu_ns) ||
+        !PlausibleSum(out.iterations) ||
         !PlausibleSum(out.iteration_ns) ||
         !AddPlanes(s.function_sums(), s.functions(), fn_map, kFunctionColumns, &out.functions) ||
         !AddPlanes(s.collective_sums(), s.collectives(), coll_map, kCollectiveColumns,

@@ -52,6 +52,15 @@ std::string MeasuredSentence(const Candidate& c) {
     }
     return s + ", " + HowFar(e) + ". ";
   }
+  if (unit == "cores") {
+    const Json& w = e.value("workers", Json::object());
+    return where + "the loader workers ran " + Code(c.function) +
+           FormatNumber(" on %.2f cores", e.value("value", 0.0)) +
+           FormatNumber(" against %.2f on their peers", e.value("peer_median", 0.0)) +
+           FormatNumber(", %.0f%% of the node's ", 100 * w.value("node_cpus_held", 0.0)) +
+           FormatNumber("%.0f CPUs, while its training loops waited ", w.value("node_cpus", 0.0)) +
+           FormatSeconds(w.value("loops_run_queue_s_per_iter", 0.0)) + " a step for one. ";
+  }
   if (c.category == "hang") {
     return Code(c.function) + " has been in flight for " + FormatSeconds(e.value("value", 0.0)) +
            FormatNumber(", %.0f times the median step: see the hang above. ",

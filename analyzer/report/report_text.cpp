@@ -97,6 +97,9 @@ std::string EvidenceLine(const Candidate& c) {
   } else if (unit == "ns/byte") {
     line = FormatNumber("%.3g", e.value("value", 0.0)) + " vs " +
            FormatNumber("%.3g", e.value("peer_median", 0.0)) + " ns/byte";
+  } else if (unit == "cores") {
+    line = "loader workers on a CPU " + FormatNumber("%.2f cores", e.value("value", 0.0)) +
+           " vs peers " + FormatNumber("%.2f", e.value("peer_median", 0.0));
   } else {
     return "collective in flight for " + FormatSeconds(e.value("value", 0.0)) + " (" +
            FormatNumber("%.0f", e.value("deviation", 0.0)) + "x the median step); see HANG above";
@@ -161,6 +164,15 @@ void WritePathAndParts(const Json& e, std::ostream& out) {
     const Json& p = e["largest_parts"][0];
     out << "      largest part: " << Clean(Short(p.value("function", std::string())), 80) << " (+"
         << FormatSeconds(p.value("excess_s_per_iter", 0.0)) << ")\n";
+  }
+  if (e.contains("workers")) {
+    const Json& w = e["workers"];
+    out << "      " << w.value("processes", 0) << " loader workers: "
+        << FormatNumber("%.0f%% of their time in the user's code", 100 * w.value("busy", 0.0))
+        << FormatNumber(", %.0f%% on a CPU", 100 * w.value("cpu", 0.0))
+        << FormatNumber("; %.0f%% of the node's ", 100 * w.value("node_cpus_held", 0.0))
+        << FormatNumber("%.0f CPUs, whose loops wait ", w.value("node_cpus", 0.0))
+        << FormatSeconds(w.value("loops_run_queue_s_per_iter", 0.0)) << " a step for one\n";
   }
   if (e.contains("helpers")) {
     for (const Json& r : e["helpers"].value("ranks", Json::array())) {

@@ -19,7 +19,7 @@ namespace {
 constexpr double kParentExplains = 0.8;
 constexpr int kMaxDepth = 64;
 
-bool IsUserCode(const FunctionInfo& info) { return !info.name.empty() && info.name[0] == '/'; }
+bool IsUserCode(const FunctionInfo& info) { return UserCode(info.name); }
 
 bool Liftable(format::FunctionKind k) {
   return k == format::FunctionKind::kPython || k == format::FunctionKind::kDataLoader;

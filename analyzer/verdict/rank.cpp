@@ -34,6 +34,8 @@ std::string_view SourceName(Source s) {
       return "link_matrix";
     case Source::kHang:
       return "live_slots";
+    case Source::kWorkers:
+      return "workers";
     case Source::kBandwidth:
       return "bus_bandwidth";
   }
@@ -349,6 +351,17 @@ bool WholeGroup(const Candidate& c) {
          c.source == Source::kBandwidth;
 }
 
+// An expected-range or temporal finding has no peer to stand out from: what every rank does
+// alike is as often the job's design or the host's (a loader's IPC on shared cores, a collector
+// run) as a fault. It is claimed only where it costs a material share of the step
+// (Thresholds::whole_group_material says how much, and why). Link bandwidth is judged against
+// the peak the user gave (--link-gbps), not against a guess at what is normal.
+bool Material(const Candidate& c, const Thresholds& th) {
+  if (c.source != Source::kExpectedRange && c.source != Source::kTemporal) return true;
+  const double step_s = c.evidence.value("iteration_s", 0.0);
+  return step_s <= 0 || c.impact_s_per_iter >= th.whole_group_material * step_s;
+}
+
 // Iterations two spans lists ([[begin, end), ...]) have in common.
 uint64_t Overlap(const Json& a, const Json& b) {
   uint64_t common = 0;
@@ -460,13 +473,19 @@ std::vector<Candidate> RankCandidates(const Frame& f, const std::vector<Finding>
   MergeDuplicates(&cands);
   ChargeCriticalPath(f, &cands);
   FoldCallees(f, &cands);
-  std::erase_if(cands, [&](const Candidate& c) { return c.score < f.th.min_score; });
+  std::erase_if(cands, [&](const Candidate& c) {
+    return c.score < f.th.min_score || !Material(c, f.th);
+  });
   for (const Hang& h : hangs) cands.push_back(HangCandidate(h, iteration_s));
-  std::stable_sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
+  OrderCandidates(&cands);
+  return cands;
+}
+
+void OrderCandidates(std::vector<Candidate>* cands) {
+  std::stable_sort(cands->begin(), cands->end(), [](const Candidate& a, const Candidate& b) {
     if (a.score != b.score) return a.score > b.score;
     return a.function != b.function ? a.function < b.function : a.rank_set < b.rank_set;
   });
-  return cands;
 }
 
 }  // namespace perftracker::analyzer

@@ -3,8 +3,10 @@
 // demoted); a kind's parts folded into its sum or one function into its kind; lifted to the
 // user's frame (depth.cpp); the host's run queue (host_time.cpp); duplicates merged; charged
 // what reached the critical path or the peers' wait (host_time.cpp); one cost at several depths
-// folded (depth.cpp); cut at the threshold and ordered. Analyze (commands/analyze.cpp) then
-// attaches the helper processes (helpers.cpp), the critical-path share (beta.cpp), the step
+// folded (depth.cpp); cut at the threshold (a whole-group finding also below a material share
+// of the step) and ordered. Analyze (commands/analyze.cpp) then
+// adds the ranks whose loader workers took their node's CPUs (workers.cpp), attaches the helper
+// processes (helpers.cpp), the critical-path share (beta.cpp), the step
 // without each (what_if.cpp) and the hardware signals that explain it (signals.h).
 #pragma once
 
@@ -24,6 +26,13 @@ double Score(double lost_ns, double step_ns, double windows_seen, double windows
 // Stage 5 (rank.cpp): findings and hangs to classified, merged, ordered candidates.
 std::vector<Candidate> RankCandidates(const Frame& frame, const std::vector<Finding>& findings,
                                       const std::vector<Hang>& hangs, double iteration_s);
+
+// Highest score first; ties by function, then ranks (rank.cpp).
+void OrderCandidates(std::vector<Candidate>* cands);
+
+// A rank whose loader workers burn more CPU than its peers' while its node's training loops
+// wait in the run queue: a candidate of its own, named by the workers' function (workers.cpp).
+void AddWorkerCandidates(const Frame& f, double iteration_s, std::vector<Candidate>* cands);
 
 // A Python candidate flagged deep in a library names the first frame of the user's own code
 // (else the highest) whose inclusive time explains >= 80% of the deviation (depth.cpp).

@@ -14,6 +14,7 @@
 
 import argparse
 import os
+import signal
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -61,6 +62,8 @@ def main():
         if not os.path.exists(path):
             sys.exit(f"bench: {path} is missing: build the library and the CLI first")
     if args.command == "record":
+        # A stop (kill, a session's end) ends the job being recorded too: see jobs.run_job.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit("record: stopped"))
         ok = record.record(chosen, tools, args.store, m["ranks"], args.jobs or 1, args.timeout,
                            args.limit)
         return 0 if ok else 1

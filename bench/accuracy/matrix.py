@@ -51,14 +51,28 @@ def load(path=MATRIX):
         return json.load(f)
 
 
-def _size(value, step_s):
-    """A dose's size: a number, or "{step_ms*K}" (K times the shape's step at this rate, in ms)."""
+def _size(value, step_s, loader):
+    """A dose's size: a number, or "{EXPR}", arithmetic over step_ms (the shape's step at this
+    rate, in ms), workers and accum (its loader workers a rank, and the batches a step takes:
+    a delay the workers share shows only where accum batches take them longer than a step)."""
     if isinstance(value, str):
-        m = re.fullmatch(r"\{step_ms\*([\d.]+)\}", value)
+        m = re.fullmatch(r"\{([\d.+*/() ]|step_ms|workers|accum)+\}", value)
         if not m:
-            raise ValueError(f"matrix.json: size {value!r} is neither a number nor {{step_ms*K}}")
-        return round(step_s * 1000 * float(m.group(1)), 1)
+            raise ValueError(f"matrix.json: size {value!r} is neither a number nor "
+                             "{arithmetic of step_ms, workers and accum}")
+        workers, accum = loader
+        return round(eval(value[1:-1], {"__builtins__": {}},
+                          {"step_ms": step_s * 1000, "workers": workers, "accum": accum}), 1)
     return value
+
+
+def _loader(args):
+    """The shape's loader workers a rank and batches a step, as its job is told (train_lm.py:
+    --workers N; --loop lm takes --accum batches a step, 2 unless told)."""
+    def arg(name, default):
+        return int(args[args.index(name) + 1]) if name in args else default
+    lm = "--loop" in args and args[args.index("--loop") + 1] == "lm"
+    return arg("--workers", 0), arg("--accum", 2) if lm else 1
 
 
 def _fill(text, values):
@@ -122,7 +136,7 @@ def fault_cells(m, shape_name, rate, fault_name):
     for dose in doses:
         if dose not in inject["sizes"]:
             continue
-        size = _size(inject["sizes"][dose], r["step_s"])
+        size = _size(inject["sizes"][dose], r["step_s"], _loader(base_args))
         for pos_name, rank in positions.items():
             link = fault.get("links", {}).get(str(rank), [])
             values = {"ranks": "*" if all_ranks and shape["job"] == "sim_train" else

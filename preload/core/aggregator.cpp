@@ -172,7 +172,14 @@ void Aggregator::AddCollective(const Event& e, const Tables& tables) {
   }
   if (!comm.any_completed || seq > comm.completed) comm.completed = seq;
   comm.any_completed = true;
-  if (comm.completed >= comm.launched) comm.inflight_op = 0;
+  if (comm.completed >= comm.launched) {
+    comm.inflight_op = 0;
+  } else {
+    // Still calls in flight, but the communicator moved: a host that runs ahead of its device
+    // (a loss read every 10 steps) keeps calls queued for many steps, each completing in turn.
+    // What hangs is a communicator that stops completing, so its wait counts from here.
+    comm.inflight_since = std::max(comm.inflight_since, e.t);
+  }
 }
 
 void Aggregator::EndIteration(uint64_t end_ns, const Tables& tables) {

@@ -255,11 +255,14 @@ void Round(WriterState& w) {
   }
   w.drained.clear();
   // Charged to the window open when this drain began: a boundary is off by one drain at most.
-  if (w.iteration_ring != nullptr) {
+  // A helper marks no iterations; its main thread is its loop (a loader worker fetching), and
+  // its account tells a worker that computes from one asleep on its index queue or its storage.
+  const pid_t sampled = w.iteration_ring != nullptr
+                            ? w.iteration_ring->tid.load(std::memory_order_relaxed)
+                            : (w.identity.helper_of != 0 ? static_cast<pid_t>(w.identity.pid) : 0);
+  if (sampled != 0) {
     uint64_t cpu = 0, delay = 0;
-    if (w.sched.Sample(w.iteration_ring->tid.load(std::memory_order_relaxed), &cpu, &delay)) {
-      w.aggregator->AddSchedStat(cpu, delay);
-    }
+    if (w.sched.Sample(sampled, &cpu, &delay)) w.aggregator->AddSchedStat(cpu, delay);
   }
   w.batch.insert(w.batch.end(), w.critical.begin(), w.critical.end());
   w.critical.clear();

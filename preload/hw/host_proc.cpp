@@ -1,5 +1,6 @@
 #include "preload/hw/host_proc.h"
 
+#include <sched.h>
 #include <sys/resource.h>
 
 #include <cstdlib>
@@ -155,6 +156,7 @@ void HostSampler::Sample(SignalSet& s) {
                                                  "host.io_pressure_ns"};
     for (int i = 0; i < 3; ++i) pressure_ids_[i] = s.Intern(kPressure[i], "", SignalKind::kCounter);
     switches_ = s.Intern("host.involuntary_switches", "", SignalKind::kCounter);
+    cpus_ = s.Intern("host.cpus", "", SignalKind::kGauge);
   }
   SampleStat(s);
   if (auto text = ReadText(loadavg_.c_str(), buf_, sizeof buf_)) {
@@ -177,6 +179,10 @@ void HostSampler::Sample(SignalSet& s) {
   if (getrusage(RUSAGE_SELF, &usage) == 0) {
     s.AddCounter(switches_, static_cast<uint64_t>(usage.ru_nivcsw));
   }
+  // The CPUs this process may run on (its affinity: taskset, a cpuset cgroup), which its ranks
+  // and their loader workers share: what turns a helper's CPU time into the node's time it took.
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) s.AddGauge(cpus_, CPU_COUNT(&set));
 }
 
 // Percentages of the time between two samples: the first only sets the baseline.

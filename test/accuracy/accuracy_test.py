@@ -74,10 +74,14 @@ class MatrixTest(unittest.TestCase):
         self.assertEqual(seen, {c.fault for c in self.cells})
 
     def test_step_sizes(self):
-        self.assertEqual(matrix._size("{step_ms*0.5}", 0.3), 150.0)
-        self.assertEqual(matrix._size(1.3, 0.3), 1.3)
+        self.assertEqual(matrix._size("{step_ms*0.5}", 0.3, (0, 1)), 150.0)
+        # a delay the loader workers share shows where a step's batches take them longer
+        self.assertEqual(matrix._size("{step_ms*(0.1+0.8*workers/accum)}", 0.5, (2, 2)), 450.0)
+        self.assertEqual(matrix._loader(["--loop", "lm", "--workers", "2"]), (2, 2))
+        self.assertEqual(matrix._loader(["--loop", "simple"]), (0, 1))
+        self.assertEqual(matrix._size(1.3, 0.3, (0, 1)), 1.3)
         with self.assertRaises(ValueError):
-            matrix._size("{ms*2}", 0.3)
+            matrix._size("{ms*2}", 0.3, (0, 1))
 
 
 class JudgeTest(unittest.TestCase):

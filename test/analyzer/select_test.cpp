@@ -91,4 +91,27 @@ TEST_CASE("a selection that leaves nothing is no damage; bad values are usage er
   RemoveTree(dir);
 }
 
+TEST_CASE("the step's spread is measured after start-up, as its median is",
+          "[analyzer][select]") {
+  // The first window's steps take 2 s (first batches, compilation); every later one 500 ms.
+  JobSpec spec = SelectJob();
+  spec.edit = [](int, format::Window* w) {
+    const uint64_t step = w->window_seq == 0 ? 2'000'000'000 : 500'000'000;
+    const auto n = static_cast<uint32_t>(w->iterations.count);
+    w->iterations.total_ns = step * n;
+    w->iterations.min_ns = w->iterations.max_ns = step;
+    w->iterations.duration = {};
+    w->iterations.duration.Add(step, n);
+  };
+  const Json j = AnalyzeJob(spec);
+  for (const auto& r : j["iterations"]["per_rank"]) {
+    INFO(r.dump());
+    CHECK(r["steady_s"].get<double>() == Approx(0.5).epsilon(0.01));
+    CHECK(r["p99_s"].get<double>() == Approx(0.5).epsilon(0.1));
+    CHECK(r["max_s"].get<double>() == Approx(0.5).epsilon(0.1));
+    // The mean is the whole run's, start-up included.
+    CHECK(r["mean_s"].get<double>() > 0.6);
+  }
+}
+
 }  // namespace perftracker::testing

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "analyzer/verdict/verdict.h"
 #include "test/analyzer/fixture.h"
 
 namespace perftracker::testing {
@@ -230,6 +231,31 @@ TEST_CASE("a group-wide trend that a straggler's own excess explains is its dela
     CHECK(c["score"].get<double>() < 0.2 * top["score"].get<double>());
   }
   CHECK(trend_seen);
+}
+
+TEST_CASE("a rank its peers were measured to wait for saves the job what they waited",
+          "[analyzer][what_if]") {
+  // 100 ms a step reached the rank's own critical path, but its peers waited 15 ms for it at the
+  // collectives (the host had filled the device's queue ahead): the job is 15 ms faster without
+  // it, not 100.
+  analyzer::Candidate late;
+  late.rank_set = {2};
+  late.category = "dataloader";
+  late.impact_s_per_iter = 0.100;
+  late.evidence = {{"iteration_s", 0.300},
+                   {"culprit", true},
+                   {"arrival", {{"peers_wait_s_per_iter", 0.015}}}};
+  analyzer::Candidate alone = late;  // no wait measured: its own excess is the estimate
+  alone.evidence.erase("arrival");
+  analyzer::Candidate more = late;  // peers that waited longer do not raise it
+  more.evidence["arrival"]["peers_wait_s_per_iter"] = 0.200;
+  std::vector<analyzer::Candidate> cands = {late, alone, more};
+  analyzer::AttachWhatIf(0.300, &cands);
+  CHECK(cands[0].evidence["what_if"]["step_without_s"].get<double>() == Approx(0.285));
+  CHECK(cands[0].evidence["what_if"]["bounded_by"] == "peers_wait");
+  CHECK(cands[1].evidence["what_if"]["step_without_s"].get<double>() == Approx(0.200));
+  CHECK(cands[2].evidence["what_if"]["step_without_s"].get<double>() == Approx(0.200));
+  CHECK_FALSE(cands[2].evidence["what_if"].contains("bounded_by"));
 }
 
 }  // namespace perftracker::testing

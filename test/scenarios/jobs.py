@@ -97,17 +97,23 @@ def run_job(cmd, env, log_path, timeout_s, until=None, poll_s=3.0):
         proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
         deadline = time.monotonic() + timeout_s
-        while proc.poll() is None:
-            if time.monotonic() > deadline:
-                log.write(f"=== hang: the job is still running after {timeout_s} s\n")
-                log.flush()
-                hang_dump.dump_and_kill(proc.pid, out=log)
-                proc.wait()
-                return None, "timeout"
-            if until is not None and until():
-                kill_tree(proc)
-                return None, "killed"
-            time.sleep(poll_s)
+        try:
+            while proc.poll() is None:
+                if time.monotonic() > deadline:
+                    log.write(f"=== hang: the job is still running after {timeout_s} s\n")
+                    log.flush()
+                    hang_dump.dump_and_kill(proc.pid, out=log)
+                    proc.wait()
+                    return None, "timeout"
+                if until is not None and until():
+                    kill_tree(proc)
+                    return None, "killed"
+                time.sleep(poll_s)
+        except BaseException:
+            # The job has a session of its own, out of reach of the terminal's ^C: interrupted
+            # here, it would run on and hold the cores the next job is timed on.
+            kill_tree(proc)
+            raise
         return proc.returncode, "exited"
 
 

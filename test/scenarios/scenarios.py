@@ -113,8 +113,11 @@ SCENARIOS = [
     Scenario("slow_loader", "slow data loader on rank 3 (+15 ms a batch)", "sim_train", 8, DP,
              {"SIM_TRAIN_SLOW_LOADER": "3=15"},
              Expect("dataloader", [3], r"DataLoader|slow_loader|data"), ci=True),
-    Scenario("slow_loader_all", "slow data loader on every rank (+15 ms a batch)", "sim_train",
-             8, DP, {"SIM_TRAIN_SLOW_LOADER": "*=15"},
+    # A loader every rank shares is claimed where it costs 5% of the step or more
+    # (Thresholds::whole_group_material): +15 ms a batch hid in the device's queue (2%), so the
+    # fault is sized to show through it.
+    Scenario("slow_loader_all", "slow data loader on every rank (+60 ms a batch)", "sim_train",
+             8, DP, {"SIM_TRAIN_SLOW_LOADER": "*=60"},
              Expect("dataloader", ALL8, r"DataLoader|slow_loader|data",
                     source="expected_range")),
     Scenario("host_sync_all", "a loss.item() host sync every step on every rank", "sim_train", 8,

@@ -270,6 +270,15 @@ TEST_CASE("collectives: launch offsets within the iteration and live progress", 
   CHECK(c.launch_offset.Quantile(0.0) ==
         format::HistogramBucketValue(format::HistogramBucket(250'000)));
   CHECK(c.device_ns == 40'000);
+
+  // The host runs ahead: two more calls queued, then the first completes. The communicator
+  // moved, so it has been waiting since that completion, not since the first launch.
+  agg.Add(Event{ar, EventType::kCollLaunch, {}, 2'100'000, 2, 900, 0, 0}, tables);
+  agg.Add(Event{ar, EventType::kCollDone, {}, 2'500'000, 1, 40'000, 0, 0}, tables);
+  live = agg.Live(2'600'000);
+  CHECK(live.comms[0].last_seq_completed == 1);
+  CHECK(live.comms[0].inflight_op == uint8_t(format::CollectiveOp::kAllReduce));
+  CHECK(live.comms[0].inflight_since_mono_ns == 2'500'000);
 }
 
 TEST_CASE("events from many threads reach the ring file exactly once", "[writer]") {

@@ -2,6 +2,8 @@
 // fake tree whose files change between two samples.
 #include "preload/hw/host_proc.h"
 
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <map>
 
@@ -107,6 +109,10 @@ TEST_CASE("the host sampler over a fake tree: percentages and counter increases"
   CHECK(w["host.cpu_pressure_ns"].sum == 0);
   CHECK(w["host.cpu_pressure_ns"].samples == 1);
   CHECK(w.count("host.involuntary_switches") == 1);
+  // The process's own affinity: at least one CPU, at most what the machine has.
+  REQUIRE(w.count("host.cpus") == 1);
+  CHECK(w["host.cpus"].sum >= 1);
+  CHECK(w["host.cpus"].sum <= static_cast<double>(sysconf(_SC_NPROCESSORS_CONF)));
 
   // A counter reset (the cgroup re-created): a new baseline, no increase.
   t.Write("sys/fs/cgroup/job.slice/rank0/cpu.stat",
@@ -123,6 +129,7 @@ TEST_CASE("the host sampler with nothing to read samples nothing and does not fa
   host.Sample(set);
   host.Sample(set);
   auto w = TakeSignals(set);
-  w.erase("host.involuntary_switches");  // getrusage is the process's own
+  w.erase("host.involuntary_switches");  // getrusage and the affinity are the process's own
+  w.erase("host.cpus");
   CHECK(w.empty());
 }
