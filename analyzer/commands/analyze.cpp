@@ -39,23 +39,11 @@ bool ParseLinkGbps(const std::string& v, AnalyzeOptions* o) {
 
 }  // namespace
 
-// The iteration where a rank's start-up slot begins (imports, compilation, the first allocations
-// and autotuning take seconds there), or UINT64_MAX when it is the rank's only slot with
-// iterations: then it is all there is to measure.
-uint64_t StartupBegin(const RankData& r) {
-  uint64_t first = UINT64_MAX;
-  size_t with_iterations = 0;
-  for (const Slot& s : r.slots) {
-    if (s.iterations > 0) first = std::min(first, s.iter_begin), ++with_iterations;
-  }
-  return with_iterations > 1 ? first : UINT64_MAX;
-}
-
 // The step as the program measures it: the median over the rank's slots of their mean
-// iteration, start-up's slot left out (StartupBegin). A median over slots, not a mean over
-// iterations: one checkpoint or evaluation window does not move it either.
+// iteration, start-up's slot left out (RankData::StartupBegin). A median over slots, not a mean
+// over iterations: one checkpoint or evaluation window does not move it either.
 double SteadyIteration(const RankData& r) {
-  const uint64_t startup = StartupBegin(r);
+  const uint64_t startup = r.StartupBegin();
   std::vector<double> means;
   for (const Slot& s : r.slots) {
     if (s.iterations > 0 && s.iter_begin != startup) means.push_back(s.MeanIterationNs());
@@ -76,14 +64,8 @@ std::vector<RankIterations> IterationStats(const Dataset& ds) {
     it.mean_s = n > 0 ? total / n * 1e-9 : 0;
     it.steady_s = SteadyIteration(r) * 1e-9;
     // The spread after start-up, as the median is (its first batches, a first collective's
-    // set-up and compilation are no measure of the steady step); a reduced file from before
-    // slots kept histograms, or a rank with only its start-up slot, gives the rank's whole.
-    const uint64_t startup = StartupBegin(r);
-    format::Histogram steady;
-    for (const Slot& s : r.slots) {
-      if (s.iterations > 0 && s.iter_begin != startup) steady.Merge(s.iteration_hist);
-    }
-    const format::Histogram& h = steady.counts.empty() ? r.iteration_hist : steady;
+    // set-up and compilation are no measure of the steady step).
+    const format::Histogram h = r.SteadyIterationHist();
     it.p50_s = static_cast<double>(h.Quantile(0.5)) * 1e-9;
     it.p99_s = static_cast<double>(h.Quantile(0.99)) * 1e-9;
     it.min_s = static_cast<double>(h.Quantile(0)) * 1e-9;

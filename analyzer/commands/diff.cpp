@@ -119,7 +119,7 @@ Profile MakeProfile(const Dataset& ds) {
   std::vector<double> steady;  // per rank, as analyze reports it: one definition of the step
   for (const RankData& r : ds.ranks) {
     // Start-up's slot (imports, compilation, first allocations) is no step of the job's.
-    const uint64_t startup = StartupBegin(r);
+    const uint64_t startup = r.StartupBegin();
     bool any = false;
     for (const Slot& s : r.slots) {
       if (s.iterations > 0 && s.iter_begin != startup) {

@@ -139,6 +139,7 @@ bool AnalyzeRound(const WatchOptions& o, RoundResult* out, std::string* error) {
   if (!ds) return false;
   Thresholds thresholds;
   thresholds.min_score = o.min_score;
+  thresholds.persist_windows = 2;  // the newest windows: a fault is named in the one after its onset
   const Report rep = Analyze(std::move(ds), thresholds);
   out->state = Summarize(rep, o.top);
   out->job = rep.dataset->job_id;

@@ -95,7 +95,7 @@ std::vector<Finding> DetectArrival(const Frame& f) {
     for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) TallyArrival(f, g, k, &t);
     for (size_t i = 0; i < g.members.size(); ++i) {
       const ArrivalTally& a = t[i];
-      if (!Persists(a)) continue;
+      if (!Persists(a, f.th)) continue;
       const double n = a.flagged;
       Finding x = Averaged(a);
       x.source = Source::kArrival;

@@ -140,7 +140,7 @@ std::vector<Finding> DetectBandwidth(const Frame& f) {
       iteration += Median(iters);
       gbps += bytes / ns;
     }
-    if (flagged == 0 || flagged < NeededWindows(present)) continue;
+    if (flagged == 0 || flagged < NeededWindows(present, f.th)) continue;
     const CollectiveInfo& c = colls[largest.index];
     Finding x;
     x.source = Source::kBandwidth;

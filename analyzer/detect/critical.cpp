@@ -171,7 +171,7 @@ std::vector<Finding> DetectCriticalPath(const Frame& f) {
     }
     std::vector<bool> flagged(fns.size(), false);
     for (size_t fn = 0; fn < fns.size(); ++fn) {
-      flagged[fn] = acc[fn].seen > 0 && acc[fn].seen >= NeededWindows(present);
+      flagged[fn] = acc[fn].seen > 0 && acc[fn].seen >= NeededWindows(present, f.th);
     }
     // A flagged function whose flagged callees hold most of its time is only their container.
     std::vector<double> callees(fns.size(), 0);

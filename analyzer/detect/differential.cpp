@@ -144,7 +144,7 @@ double BinomialTail(int n, int k, double p) {
 // flagged first, are left out of the rate so. Returns that chance (0 when no peer was ever
 // flagged), with the rate.
 std::pair<double, double> ChanceOfFlags(const std::vector<Tally>& tallies, size_t i,
-                                        double max_chance) {
+                                        double max_chance, const Thresholds& th) {
   std::vector<const Tally*> peers;
   int flagged = 0, present = 0;
   for (size_t j = 0; j < tallies.size(); ++j) {
@@ -159,7 +159,7 @@ std::pair<double, double> ChanceOfFlags(const std::vector<Tally>& tallies, size_
   for (size_t skip = 0; skip < peers.size() / 4; ++skip) {
     const Tally& p = *peers[skip];
     const int others_flagged = flagged - p.flagged, others_present = present - p.present;
-    if (p.flagged < NeededWindows(p.present) || others_present <= 0) break;
+    if (p.flagged < NeededWindows(p.present, th) || others_present <= 0) break;
     const double others = static_cast<double>(others_flagged) / others_present;
     if (BinomialTail(p.present, p.flagged, others) > max_chance) break;
     flagged = others_flagged;
@@ -211,8 +211,8 @@ std::vector<size_t> DetectMetric(const Frame& f, int gi, int32_t fn, Aggregate a
   const PeerGroup& g = (*f.groups)[static_cast<size_t>(gi)];
   for (size_t i = 0; i < g.members.size(); ++i) {
     const Tally& t = tallies[i];
-    if (!Persists(t)) continue;
-    const auto [chance, peer_rate] = ChanceOfFlags(tallies, i, max_chance);
+    if (!Persists(t, f.th)) continue;
+    const auto [chance, peer_rate] = ChanceOfFlags(tallies, i, max_chance, f.th);
     if (chance > max_chance) continue;
     Finding finding = FromTally(t, f, g.members[i]);
     finding.group = gi;
@@ -264,7 +264,8 @@ std::vector<Finding> DetectDifferential(const Frame& f) {
           if (tallies[i].present > 0) excess[i][fn] = tallies[i].excess_all / tallies[i].present;
         }
         block_live[b] += count_live(tallies);
-        if (std::none_of(tallies.begin(), tallies.end(), Persists)) {
+        if (std::none_of(tallies.begin(), tallies.end(),
+                         [&](const Tally& t) { return Persists(t, f.th); })) {
           std::vector<Tally>().swap(tallies);
         }
       }

@@ -98,7 +98,7 @@ std::vector<Finding> DetectExpectedRange(const Frame& f) {
           if (value / iter > bound) x.ranks.push_back(f.ds->ranks[m].rank());
         }
       }
-      if (x.windows_seen == 0 || x.windows_seen < NeededWindows(present)) continue;
+      if (x.windows_seen == 0 || x.windows_seen < NeededWindows(present, f.th)) continue;
       x.source = Source::kExpectedRange;
       x.group = static_cast<int>(gi);
       x.function = static_cast<int32_t>(fn);

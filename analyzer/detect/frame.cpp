@@ -114,7 +114,9 @@ std::string_view AggregateName(Aggregate a) {
   return "";
 }
 
-int NeededWindows(int present) { return std::min(3, std::max(1, (present + 1) / 2)); }
+int NeededWindows(int present, const Thresholds& th) {
+  return std::min(th.persist_windows, std::max(1, (present + 1) / 2));
+}
 
 const Slot* SlotAt(const Frame& f, size_t rank_index, size_t slot_index) {
   return f.slots[rank_index][slot_index];

@@ -35,6 +35,11 @@ struct Thresholds {
   // many windows as it was, for the finding to stand. Strict, because it is asked of every
   // function on every rank: a fault on one rank has a chance of 1e-6 or less, noise 0.01-0.1.
   double max_chance = 0.001;
+  // The most windows a finding must be flagged in (half of those present up to this). Three for
+  // a report over a run; watch asks two of the newest windows, so that a fault that began in
+  // one window is named in the next (20 s windows: within 30 s of its onset), the chance test
+  // against the peers' own rate of flagged windows still applying.
+  int persist_windows = 3;
 };
 
 // Sums over all functions of a kind: a fault that slows every kernel (or every Python function)
@@ -105,8 +110,9 @@ std::string_view AggregateName(Aggregate a);
 // The kind sum a function belongs to (kNone for collectives and kinds without a sum).
 Aggregate AggregateOf(const FunctionInfo& info);
 
-// Windows a finding must be seen in, out of `present`.
-int NeededWindows(int present);
+// Windows a finding must be seen in, out of `present`: half of them, at most
+// Thresholds::persist_windows.
+int NeededWindows(int present, const Thresholds& th);
 
 // Per-iteration value of a slot's total (ns, or any unit summed per window).
 double PerIteration(const Slot& s, double ns);

@@ -1,5 +1,7 @@
 // Hangs, from the live slots (C4D's two hang classes). A communicator is hung when one of its
-// ranks has had a collective in flight for at least 5 iterations (and 10 s) by its own clock:
+// ranks has had collectives in flight without the communicator moving (no launch, no
+// completion) for 5 iterations, 10 s and twice the longest step after start-up, by its own
+// clock:
 //  - the hung collective is the first one no member completed; ranks that never launched it
 //    never arrived (non-communication hang): they are the suspects, with their last Python
 //    frame. Peers that launched further ahead asynchronously, each as far as its host got, do

@@ -246,7 +246,7 @@ std::vector<Finding> DetectLinks(const Frame& f) {
   }
   std::vector<Cell> slow;
   for (const auto& [cell, t] : cells) {
-    if (Persists(t)) slow.push_back(cell);
+    if (Persists(t, f.th)) slow.push_back(cell);
   }
   std::vector<Finding> out;
   const std::string host = CommonHost(f, slow);

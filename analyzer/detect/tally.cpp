@@ -2,7 +2,9 @@
 
 namespace perftracker::analyzer {
 
-bool Persists(const FlaggedSums& t) { return t.flagged > 0 && t.flagged >= NeededWindows(t.present); }
+bool Persists(const FlaggedSums& t, const Thresholds& th) {
+  return t.flagged > 0 && t.flagged >= NeededWindows(t.present, th);
+}
 
 Finding Averaged(const FlaggedSums& t) {
   Finding out;

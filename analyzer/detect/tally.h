@@ -15,7 +15,7 @@ struct FlaggedSums {
 };
 
 // Flagged in enough of the slots it was judged in (NeededWindows).
-bool Persists(const FlaggedSums& t);
+bool Persists(const FlaggedSums& t, const Thresholds& th);
 
 // A finding with the flagged slots' means: value_ns, peer_median_ns, deviation, excess_ns,
 // iteration_ns, and the windows seen out of the windows judged.

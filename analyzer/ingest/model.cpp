@@ -149,6 +149,24 @@ void Slot::Merge(const Slot& other) {
   MergeCollectives(&collectives, other.collectives);
 }
 
+uint64_t RankData::StartupBegin() const {
+  uint64_t first = UINT64_MAX;
+  size_t with_iterations = 0;
+  for (const Slot& s : slots) {
+    if (s.iterations > 0) first = std::min(first, s.iter_begin), ++with_iterations;
+  }
+  return with_iterations > 1 ? first : UINT64_MAX;
+}
+
+format::Histogram RankData::SteadyIterationHist() const {
+  const uint64_t startup = StartupBegin();
+  format::Histogram steady;
+  for (const Slot& s : slots) {
+    if (s.iterations > 0 && s.iter_begin != startup) steady.Merge(s.iteration_hist);
+  }
+  return steady.empty() ? iteration_hist : steady;
+}
+
 const Slot* RankData::FindSlot(uint64_t key) const {
   const auto it = std::lower_bound(slots.begin(), slots.end(), key,
                                    [](const Slot& s, uint64_t k) { return s.key < k; });

@@ -157,6 +157,14 @@ struct RankData {
   // Adds a window's signals (a few dozen: a linear search by name and device is cheapest).
   void AddSignals(const format::Window& w);
   int rank() const { return identity.rank; }
+  // The iteration where its start-up slot begins (imports, compilation, the first allocations
+  // and autotuning take seconds there), or UINT64_MAX when that is its only slot with
+  // iterations: then it is all there is to measure. The one rule analyze, diff and the hang
+  // detector share.
+  uint64_t StartupBegin() const;
+  // Its iteration-time histogram after start-up (the whole run's where its slots kept none: a
+  // reduced file from before 2026-11-29, or only a start-up slot).
+  format::Histogram SteadyIterationHist() const;
   const Slot* FindSlot(uint64_t key) const;
   Slot* FindSlot(uint64_t key) {
     return const_cast<Slot*>(static_cast<const RankData*>(this)->FindSlot(key));

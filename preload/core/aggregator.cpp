@@ -158,8 +158,12 @@ void Aggregator::AddCollective(const Event& e, const Tables& tables) {
     if (!comm.any_launched || seq > comm.launched) comm.launched = seq;
     if (comm.inflight_op == 0) {
       comm.inflight_op = static_cast<uint8_t>(tables.collectives[e.slot].op);
-      comm.inflight_since = e.t;
     }
+    // A host that runs ahead of its device (a loss read every 10 steps) keeps calls queued for
+    // many steps, and completions are seen only for the sampled calls (1 in 64): a communicator
+    // is waiting since it last moved -- a launch, or a completion -- not since its oldest call.
+    // Where it hangs, its hosts stop launching within their run-ahead.
+    comm.inflight_since = std::max(comm.inflight_since, e.t);
     comm.any_launched = true;
     return;
   }
@@ -175,10 +179,7 @@ void Aggregator::AddCollective(const Event& e, const Tables& tables) {
   if (comm.completed >= comm.launched) {
     comm.inflight_op = 0;
   } else {
-    // Still calls in flight, but the communicator moved: a host that runs ahead of its device
-    // (a loss read every 10 steps) keeps calls queued for many steps, each completing in turn.
-    // What hangs is a communicator that stops completing, so its wait counts from here.
-    comm.inflight_since = std::max(comm.inflight_since, e.t);
+    comm.inflight_since = std::max(comm.inflight_since, e.t);  // it moved: see the launch
   }
 }
 

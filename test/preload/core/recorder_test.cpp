@@ -271,9 +271,12 @@ TEST_CASE("collectives: launch offsets within the iteration and live progress", 
         format::HistogramBucketValue(format::HistogramBucket(250'000)));
   CHECK(c.device_ns == 40'000);
 
-  // The host runs ahead: two more calls queued, then the first completes. The communicator
-  // moved, so it has been waiting since that completion, not since the first launch.
+  // The host runs ahead: another call queued behind the first, then the first completes. The
+  // communicator moved each time, so it has been waiting since its latest move, not since the
+  // oldest call's launch.
   agg.Add(Event{ar, EventType::kCollLaunch, {}, 2'100'000, 2, 900, 0, 0}, tables);
+  live = agg.Live(2'200'000);
+  CHECK(live.comms[0].inflight_since_mono_ns == 2'100'000);
   agg.Add(Event{ar, EventType::kCollDone, {}, 2'500'000, 1, 40'000, 0, 0}, tables);
   live = agg.Live(2'600'000);
   CHECK(live.comms[0].last_seq_completed == 1);
