@@ -130,8 +130,12 @@ std::vector<bool> SlotsWhereRan(const Frame& f, const std::vector<size_t>& rank_
   for (size_t k = 0; k < n && function >= 0; ++k) {
     for (const size_t r : rank_indices) {
       const Slot* s = SlotAt(f, r, k);
+      // Time, not completed calls: a thread's body that never returns (a metrics exporter, a
+      // side task) completes no call in any window but the last, and runs in all of them.
       if (s != nullptr && static_cast<size_t>(function) < s->functions.size() &&
-          s->functions[static_cast<size_t>(function)].count > 0) {
+          (s->functions[static_cast<size_t>(function)].count > 0 ||
+           s->functions[static_cast<size_t>(function)].total_ns > 0 ||
+           s->functions[static_cast<size_t>(function)].self_ns > 0)) {
         ran[k] = true;
         ++count;
         break;

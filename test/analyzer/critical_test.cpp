@@ -208,8 +208,10 @@ constexpr char kBackward[] = "torch/autograd/__init__.py:103:backward";
 // functions, each taking its share. Every rank's loop runs backward (20 ms), in which the peers
 // also wait `peers_wait_ns[window]` a step for rank 2 at the all-reduce they cannot see (gloo),
 // and rank 2's own backward takes `own_ns[window]` longer (its noise; none when empty).
+// `returns_at_end`: the thread's body completes its one call in the last window (the job stops
+// it), as a real one does; otherwise it never returns.
 JobSpec CpuThreadJob(std::vector<int64_t> peers_wait_ns, int parts = 1,
-                     std::vector<int64_t> own_ns = {}) {
+                     std::vector<int64_t> own_ns = {}, bool returns_at_end = false) {
   JobSpec spec;
   spec.shape = SmallShape();
   spec.windows = static_cast<int>(peers_wait_ns.size());
@@ -225,7 +227,7 @@ JobSpec CpuThreadJob(std::vector<int64_t> peers_wait_ns, int parts = 1,
     if (rank == 2) {
       format::FunctionPattern body =
           LeafFunction(format::FunctionKind::kPython, kMetrics, n, 60'000'000);
-      body.count = 0;
+      body.count = returns_at_end && k + 1 == peers_wait_ns.size() ? 1 : 0;
       if (parts > 1) body.self_ns = 0;
       w->functions.push_back(body);
       const auto parent = static_cast<int64_t>(w->functions.size() - 1);
@@ -278,6 +280,14 @@ TEST_CASE("on a CPU rank, another thread's time costs what the peers waited for 
   INFO(text.out);
   CHECK(text.out.find("culprit: peers wait 25.0 ms more per iteration in") != std::string::npos);
   CHECK(text.out.find("arrives last") == std::string::npos);
+  // A body that returns once, in the last window, ran in every window all the same: the peers'
+  // wait is measured over all of them, not over the one where a call completed.
+  const Json stopped = AnalyzeJob(CpuThreadJob(waits, 1, {}, true), {"--min-score", "0"});
+  INFO(stopped["candidates"].dump(2));
+  REQUIRE(!stopped["candidates"].empty());
+  CHECK(stopped["candidates"][0]["function"] == kMetrics);
+  CHECK(stopped["candidates"][0]["impact_s_per_iter"].get<double>() ==
+        Approx(0.025).epsilon(0.05));
 
   // Spread over four functions, none of which stands for it: the rank's Python sum, 35 ms a
   // step above its peers' (the thread's 60, less the 25 its loop did not wait), charged 25.
