@@ -163,8 +163,9 @@ Report Analyze(std::unique_ptr<Dataset> dataset, const Thresholds& thresholds) {
   }
   rep.hangs = DetectHangs(ds, rep.median_iteration_s * 1e9);
   rep.candidates = RankCandidates(frame, findings, rep.hangs, rep.median_iteration_s);
-  AddWorkerCandidates(frame, rep.median_iteration_s, &rep.candidates);
-  AttachHelperEvidence(ds, &rep.candidates);
+  const std::map<int, WorkerLoad> loads = WorkerLoads(ds);
+  AddWorkerCandidates(frame, loads, rep.median_iteration_s, &rep.candidates);
+  AttachHelperEvidence(ds, loads, &rep.candidates);
   AttachBeta(frame, &rep.candidates);
   AttachWhatIf(rep.median_iteration_s, &rep.candidates);
   rep.signal_warnings = AttachSignals(SignalDeviations(ds), &rep.candidates);

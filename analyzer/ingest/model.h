@@ -117,6 +117,8 @@ struct Slot {
   std::vector<CollectiveSum> collectives;  // by catalog index
 
   double MeanIterationNs() const { return iterations > 0 ? iteration_ns / iterations : 0; }
+  // Every window carried the scheduler's account: run_delay_ns and thread_cpu_ns are whole.
+  bool SchedCovered() const { return sched_windows > 0 && sched_windows >= windows; }
   void Merge(const Slot& other);
 };
 

@@ -12,7 +12,6 @@
 #include <tuple>
 
 #include "analyzer/verdict/verdict.h"
-#include "analyzer/verdict/workers.h"
 #include "analyzer/base/stats.h"
 
 namespace perftracker::analyzer {
@@ -97,11 +96,11 @@ void NameSaturatedWorkers(const std::map<int, WorkerLoad>& loads, const Dataset&
 
 }  // namespace
 
-void AttachHelperEvidence(const Dataset& ds, std::vector<Candidate>* candidates) {
+void AttachHelperEvidence(const Dataset& ds, const std::map<int, WorkerLoad>& loads,
+                          std::vector<Candidate>* candidates) {
   if (ds.helpers.empty()) return;
   const std::map<int, HelperTime> by_rank = TimeByRank(ds);
   const auto& functions = ds.catalog.functions();
-  const std::map<int, WorkerLoad> loads = WorkerLoads(ds);
   for (Candidate& c : *candidates) {
     // A worker candidate (workers.cpp), or one it named, is the helpers' verdict already.
     if (c.category != "dataloader" || c.source == Source::kWorkers ||

@@ -107,7 +107,7 @@ bool CulpritsAndPeers(const Frame& f, const Candidate& c, PerSlot per_slot, Comp
 }
 
 double RunDelay(size_t, size_t, const Slot& s) {
-  return s.sched_windows >= s.windows ? s.run_delay_ns / s.iterations : -1;
+  return s.SchedCovered() ? s.run_delay_ns / s.iterations : -1;
 }
 
 bool InSpans(const Json& spans, const Slot& s) {

@@ -10,12 +10,14 @@
 // without each (what_if.cpp) and the hardware signals that explain it (signals.h).
 #pragma once
 
+#include <map>
 #include <vector>
 
 #include "analyzer/detect/detect.h"
 #include "analyzer/detect/hangs.h"
 #include "analyzer/ingest/model.h"
 #include "analyzer/verdict/candidate.h"
+#include "analyzer/verdict/workers.h"
 
 namespace perftracker::analyzer {
 
@@ -32,7 +34,9 @@ void OrderCandidates(std::vector<Candidate>* cands);
 
 // A rank whose loader workers burn more CPU than its peers' while its node's training loops
 // wait in the run queue: a candidate of its own, named by the workers' function (workers.cpp).
-void AddWorkerCandidates(const Frame& f, double iteration_s, std::vector<Candidate>* cands);
+// `loads`: WorkerLoads of the dataset, which AttachHelperEvidence reads too.
+void AddWorkerCandidates(const Frame& f, const std::map<int, WorkerLoad>& loads,
+                         double iteration_s, std::vector<Candidate>* cands);
 
 // A Python candidate flagged deep in a library names the first frame of the user's own code
 // (else the highest) whose inclusive time explains >= 80% of the deviation (depth.cpp).
@@ -65,6 +69,7 @@ void AttachWhatIf(double iteration_s, std::vector<Candidate>* cands);
 
 // The helper processes of a data-loader verdict's ranks, with the functions they spent most on
 // beyond the peers' helpers, as the candidate's evidence "helpers" (helpers.cpp).
-void AttachHelperEvidence(const Dataset& ds, std::vector<Candidate>* candidates);
+void AttachHelperEvidence(const Dataset& ds, const std::map<int, WorkerLoad>& loads,
+                          std::vector<Candidate>* candidates);
 
 }  // namespace perftracker::analyzer

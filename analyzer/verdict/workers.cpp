@@ -5,8 +5,8 @@
 // forked worker's inherited frames (the user's main, which called the loader) have no library
 // caller above them: neither counts, nor does a module's body (a spawned worker importing the
 // user's script runs it once). A helper's first window is its start-up (align.cpp keys it
-// apart) and is left out where later ones exist. The scheduler's account of the worker's main thread says
-// whether that work was on a CPU or asleep (storage that answers late).
+// apart) and is left out where later ones exist. The scheduler's account of the worker's main
+// thread says whether that work was on a CPU or asleep (storage that answers late).
 //
 // A rank whose workers burn more CPU than its peers' while its node's training loops wait in the
 // run queue has taken its node's CPUs: its consumer waits little or not at all for a batch, so
@@ -19,7 +19,6 @@
 #include "analyzer/verdict/workers.h"
 
 #include <algorithm>
-#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,7 +80,7 @@ std::map<int, WorkerLoad> WorkerLoads(const Dataset& ds) {
       if (steady && s.key == 0) continue;
       // A helper marks no iterations: each window counts as one, its length as its duration.
       one.wall_ns += s.iteration_ns;
-      if (s.sched_windows > 0 && s.sched_windows >= s.windows) {
+      if (s.SchedCovered()) {
         one.cpu_ns += s.thread_cpu_ns;
         one.cpu_wall_ns += s.iteration_ns;
       }
@@ -118,7 +117,7 @@ double NodeCpus(const RankData& r) {
 double LoopRunDelay(const RankData& r) {
   std::vector<double> v;
   for (const Slot& s : r.slots) {
-    if (s.iterations > 0 && s.sched_windows > 0 && s.sched_windows >= s.windows) {
+    if (s.iterations > 0 && s.SchedCovered()) {
       v.push_back(s.run_delay_ns / s.iterations);
     }
   }
@@ -133,10 +132,6 @@ Candidate* LoaderCandidate(std::vector<Candidate>* cands, const std::vector<int>
   }
   return nullptr;
 }
-
-}  // namespace
-
-namespace {
 
 // A node's CPUs and its training loops' wait for them, per iteration.
 struct NodeCpu {
@@ -250,9 +245,9 @@ void Add(const Frame& f, const std::vector<int>& ranks, int32_t top, double lost
 
 }  // namespace
 
-void AddWorkerCandidates(const Frame& f, double iteration_s, std::vector<Candidate>* cands) {
+void AddWorkerCandidates(const Frame& f, const std::map<int, WorkerLoad>& loads,
+                         double iteration_s, std::vector<Candidate>* cands) {
   const Dataset& ds = *f.ds;
-  const std::map<int, WorkerLoad> loads = WorkerLoads(ds);
   if (loads.empty() || iteration_s <= 0) return;
   // Cores' worth of CPU each rank's workers used, by node: the share of a worker's time on a
   // CPU, times the workers.

@@ -12,6 +12,13 @@ constexpr char kNext[] = "torch/utils/data/dataloader.py:623:_BaseDataLoaderIter
 constexpr char kGetItem[] = "/home/user/data.py:30:ShardDataset.__getitem__";
 constexpr char kTracker[] = "multiprocessing/resource_tracker.py:179:main";
 
+// The rank waits `ms` a step in the loader's __next__.
+void AddNextWait(format::Window* w, double ms) {
+  const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
+  w->functions.push_back(
+      LeafFunction(format::FunctionKind::kDataLoader, kNext, n, static_cast<uint64_t>(ms * 1e6)));
+}
+
 // Every rank waits `wait_ms(rank, window)` a step in the loader's __next__. Each rank has two
 // helpers: a worker that reads and decodes `item_ms(rank)` a step and a resource tracker
 // blocked on its pipe for the whole window, as torch's workers and multiprocessing's tracker
@@ -22,9 +29,7 @@ Json AnalyzeLoader(std::function<double(int, int)> wait_ms, std::function<double
   spec.windows = 8;
   spec.helpers = 2;
   spec.edit = [&](int rank, format::Window* w) {
-    const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
-    const auto each = static_cast<uint64_t>(wait_ms(rank, static_cast<int>(w->window_seq)) * 1e6);
-    w->functions.push_back(LeafFunction(format::FunctionKind::kDataLoader, kNext, n, each));
+    AddNextWait(w, wait_ms(rank, static_cast<int>(w->window_seq)));
     REQUIRE(format::FillFunctionIds(&w->functions));
   };
   spec.edit_helper = [&](int rank, int helper, format::Window* w) {
@@ -119,9 +124,7 @@ Json AnalyzeWorkers(const Workers& k) {
   spec.windows = 6;
   spec.helpers = 2;
   spec.edit = [&](int rank, format::Window* w) {
-    const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
-    const auto each = static_cast<uint64_t>(k.wait_ms(rank, static_cast<int>(w->window_seq)) * 1e6);
-    w->functions.push_back(LeafFunction(format::FunctionKind::kDataLoader, kNext, n, each));
+    AddNextWait(w, k.wait_ms(rank, static_cast<int>(w->window_seq)));
     w->thread_cpu_ns = w->iterations.total_ns / 4;
     w->run_delay_ns = static_cast<uint64_t>(k.run_delay_share * w->iterations.total_ns);
     if (k.cpus > 0) {
