@@ -61,6 +61,7 @@ json ToJson(const format::Window& w) {
     functions.push_back(FunctionJson(p));
     if (w.critical_path) functions.back()["critical_ns"] = p.critical_ns;
     if (p.captured != 0) functions.back()["captured"] = p.captured;
+    if (p.thread_cpu_ns != 0) functions.back()["thread_cpu_ns"] = p.thread_cpu_ns;
   }
   json collectives = json::array();
   for (const auto& c : w.collectives) collectives.push_back(CollectiveJson(c));

@@ -166,6 +166,7 @@ Report Analyze(std::unique_ptr<Dataset> dataset, const Thresholds& thresholds) {
   const std::map<int, WorkerLoad> loads = WorkerLoads(ds);
   AddWorkerCandidates(frame, loads, rep.median_iteration_s, &rep.candidates);
   AttachHelperEvidence(ds, loads, &rep.candidates);
+  AddThreadCandidates(frame, ThreadLoads(ds), rep.median_iteration_s, &rep.candidates);
   AttachBeta(frame, &rep.candidates);
   AttachWhatIf(rep.median_iteration_s, &rep.candidates);
   rep.signal_warnings = AttachSignals(SignalDeviations(ds), &rep.candidates);

@@ -46,6 +46,7 @@ enum class Source : uint8_t {
   kHang,
   kBandwidth,
   kWorkers,  // a rank's loader workers' CPU beyond its peers' (verdict/workers.cpp)
+  kThreads,  // a rank's side threads' CPU beyond its peers' (verdict/threads.cpp)
 };
 
 struct Finding {

@@ -47,6 +47,7 @@ void AddFunctions(const format::Window& w, const std::vector<uint32_t>& index, S
     s.count += static_cast<float>(p.count);
     s.bytes += static_cast<float>(p.bytes);
     s.sampling_var += static_cast<float>(SamplingVariance(p));
+    if (p.thread_cpu_ns != 0) slot->side_cpu_ns[index[i]] += static_cast<double>(p.thread_cpu_ns);
   }
 }
 

@@ -118,7 +118,12 @@ void RankData::Remap(const std::vector<uint32_t>& fn_map, const std::vector<uint
   const bool same_functions = IsIdentity(fn_map), same_collectives = IsIdentity(coll_map);
   const bool packed = !slots.empty() && slots.front().functions.packed();
   for (Slot& s : slots) {
-    if (!same_functions) RemapSums(&s.functions, fn_map);
+    if (!same_functions) {
+      RemapSums(&s.functions, fn_map);
+      std::map<uint32_t, double> side;
+      for (const auto& [fn, ns] : s.side_cpu_ns) side[fn_map[fn]] += ns;
+      s.side_cpu_ns = std::move(side);
+    }
     if (!same_collectives) RemapVector(&s.collectives, coll_map);
   }
   if (!same_functions && packed) PackSums();
@@ -142,6 +147,7 @@ void Slot::Merge(const Slot& other) {
   sched_windows += other.sched_windows;
   run_delay_ns += other.run_delay_ns;
   thread_cpu_ns += other.thread_cpu_ns;
+  for (const auto& [fn, ns] : other.side_cpu_ns) side_cpu_ns[fn] += ns;
   iterations += other.iterations;
   iteration_ns += other.iteration_ns;
   iteration_hist.Merge(other.iteration_hist);

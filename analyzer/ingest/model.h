@@ -109,6 +109,9 @@ struct Slot {
   uint64_t sched_windows = 0;
   double run_delay_ns = 0;
   double thread_cpu_ns = 0;  // the same thread's time on a CPU (a helper's: its main thread's)
+  // The other threads' time on a CPU, on the Python functions they ran (FORMAT.md thread_cpu):
+  // catalog index -> ns. Few functions run on threads of their own, so it is kept sparse.
+  std::map<uint32_t, double> side_cpu_ns;
   double iterations = 0;
   double iteration_ns = 0;                 // summed iteration durations
   // Its windows' iteration durations: the spread after start-up leaves the start-up slot's out.

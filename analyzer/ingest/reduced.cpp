@@ -6,6 +6,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <map>
 
 #include "schemas/format/crc32c.h"
 #include "schemas/format/version.h"
@@ -112,12 +113,32 @@ bool ReadHistogram(int first, const flatbuffers::Vector<uint32_t>* counts, forma
   return true;
 }
 
+// The other threads' CPU time by function; false when the pairs do not match up, name a
+// function the file's catalog lacks, or hold an implausible sum.
+bool ReadSideCpu(const rfb::Slot& s, const std::vector<uint32_t>& fn_map,
+                 std::map<uint32_t, double>* out) {
+  const auto* fns = s.side_cpu_functions();
+  const auto* ns = s.side_cpu_ns();
+  if (fns == nullptr && ns == nullptr) return true;
+  if (fns == nullptr || ns == nullptr || fns->size() != ns->size()) return false;
+  for (flatbuffers::uoffset_t i = 0; i < fns->size(); ++i) {
+    if (fns->Get(i) >= fn_map.size() || !PlausibleSum(ns->Get(i))) return false;
+    (*out)[fn_map[fns->Get(i)]] += ns->Get(i);
+  }
+  return true;
+}
+
 // --- encoding ---
 
 Offset<rfb::Slot> EncodeSlot(flatbuffers::FlatBufferBuilder& b, const Slot& s) {
   const auto fns = b.CreateVector(Planes(s.functions, kFunctionColumns));
   const auto colls = b.CreateVector(Planes(s.collectives, kCollectiveColumns));
   const auto hist = b.CreateVector(s.iteration_hist.counts);
+  std::vector<uint32_t> side_fns;
+  std::vector<double> side_ns;
+  for (const auto& [fn, ns] : s.side_cpu_ns) side_fns.push_back(fn), side_ns.push_back(ns);
+  const auto side_fn_vec = b.CreateVector(side_fns);
+  const auto side_ns_vec = b.CreateVector(side_ns);
   rfb::SlotBuilder sb(b);
   sb.add_key(s.key);
   sb.add_iter_begin(s.iter_begin);
@@ -137,6 +158,10 @@ Offset<rfb::Slot> EncodeSlot(flatbuffers::FlatBufferBuilder& b, const Slot& s) {
   sb.add_function_sums(fns);
   sb.add_collectives(static_cast<uint32_t>(s.collectives.size()));
   sb.add_collective_sums(colls);
+  if (!side_fns.empty()) {
+    sb.add_side_cpu_functions(side_fn_vec);
+    sb.add_side_cpu_ns(side_ns_vec);
+  }
   return sb.Finish();
 }
 
@@ -304,7 +329,8 @@ bool DecodeRank(const rfb::Rank& in, const std::vector<uint32_t>& fn_map,
         !PlausibleSum(out.iteration_ns) ||
         !AddPlanes(s.function_sums(), s.functions(), fn_map, kFunctionColumns, &out.functions) ||
         !AddPlanes(s.collective_sums(), s.collectives(), coll_map, kCollectiveColumns,
-                   &out.collectives)) {
+                   &out.collectives) ||
+        !ReadSideCpu(s, fn_map, &out.side_cpu_ns)) {
       return false;
     }
   }

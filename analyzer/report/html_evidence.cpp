@@ -52,6 +52,21 @@ std::string MeasuredSentence(const Candidate& c) {
     }
     return s + ", " + HowFar(e) + ". ";
   }
+  if (unit == "cores" && e.contains("threads")) {
+    const Json& t = e["threads"];
+    std::string s = where + "a thread beside the training loop ran " + Code(c.function) +
+                    FormatNumber(" on %.2f cores", e.value("value", 0.0)) +
+                    FormatNumber(" against %.2f on its peers", e.value("peer_median", 0.0)) +
+                    FormatNumber(", %.0f%% of the node's ", 100 * t.value("node_cpus_held", 0.0)) +
+                    FormatNumber("%.0f CPUs, while its training loops waited ",
+                                 t.value("node_cpus", 0.0)) +
+                    FormatSeconds(t.value("loops_run_queue_s_per_iter", 0.0)) + " a step for one";
+    if (t.value("loop_off_cpu_excess_s_per_iter", 0.0) > 0) {
+      s += "; its loop waited " + FormatSeconds(t.value("loop_off_cpu_excess_s_per_iter", 0.0)) +
+           " a step more than its peers' off a CPU (the GIL)";
+    }
+    return s + ". ";
+  }
   if (unit == "cores") {
     const Json& w = e.value("workers", Json::object());
     return where + "the loader workers ran " + Code(c.function) +

@@ -98,7 +98,8 @@ std::string EvidenceLine(const Candidate& c) {
     line = FormatNumber("%.3g", e.value("value", 0.0)) + " vs " +
            FormatNumber("%.3g", e.value("peer_median", 0.0)) + " ns/byte";
   } else if (unit == "cores") {
-    line = "loader workers on a CPU " + FormatNumber("%.2f cores", e.value("value", 0.0)) +
+    line = std::string(e.contains("threads") ? "threads beside the loop" : "loader workers") +
+           " on a CPU " + FormatNumber("%.2f cores", e.value("value", 0.0)) +
            " vs peers " + FormatNumber("%.2f", e.value("peer_median", 0.0));
   } else {
     return "collective in flight for " + FormatSeconds(e.value("value", 0.0)) + " (" +
@@ -173,6 +174,20 @@ void WritePathAndParts(const Json& e, std::ostream& out) {
         << FormatNumber("; %.0f%% of the node's ", 100 * w.value("node_cpus_held", 0.0))
         << FormatNumber("%.0f CPUs, whose loops wait ", w.value("node_cpus", 0.0))
         << FormatSeconds(w.value("loops_run_queue_s_per_iter", 0.0)) << " a step for one\n";
+  }
+  if (e.contains("threads")) {
+    const Json& t = e["threads"];
+    out << "      threads beside the training loop: "
+        << FormatNumber("%.2f cores busy", t.value("cores", 0.0))
+        << FormatNumber(" (peers' %.2f)", t.value("peers_cores", 0.0))
+        << FormatNumber("; %.0f%% of the node's ", 100 * t.value("node_cpus_held", 0.0))
+        << FormatNumber("%.0f CPUs, whose loops wait ", t.value("node_cpus", 0.0))
+        << FormatSeconds(t.value("loops_run_queue_s_per_iter", 0.0)) << " a step for one";
+    if (t.value("loop_off_cpu_excess_s_per_iter", 0.0) > 0) {
+      out << "; its loop waits " << FormatSeconds(t.value("loop_off_cpu_excess_s_per_iter", 0.0))
+          << " a step more than its peers' off a CPU (the GIL)";
+    }
+    out << "\n";
   }
   if (e.contains("helpers")) {
     for (const Json& r : e["helpers"].value("ranks", Json::array())) {

@@ -36,6 +36,8 @@ std::string_view SourceName(Source s) {
       return "live_slots";
     case Source::kWorkers:
       return "workers";
+    case Source::kThreads:
+      return "threads";
     case Source::kBandwidth:
       return "bus_bandwidth";
   }

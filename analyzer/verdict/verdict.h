@@ -6,7 +6,8 @@
 // folded (depth.cpp); cut at the threshold (a whole-group finding also below a material share
 // of the step) and ordered. Analyze (commands/analyze.cpp) then
 // adds the ranks whose loader workers took their node's CPUs (workers.cpp), attaches the helper
-// processes (helpers.cpp), the critical-path share (beta.cpp), the step
+// processes (helpers.cpp), adds the ranks whose side threads took their node's CPUs or their
+// loop's interpreter (threads.cpp), then the critical-path share (beta.cpp), the step
 // without each (what_if.cpp) and the hardware signals that explain it (signals.h).
 #pragma once
 
@@ -17,6 +18,7 @@
 #include "analyzer/detect/hangs.h"
 #include "analyzer/ingest/model.h"
 #include "analyzer/verdict/candidate.h"
+#include "analyzer/verdict/threads.h"
 #include "analyzer/verdict/workers.h"
 
 namespace perftracker::analyzer {

@@ -45,7 +45,10 @@ void AttachWhatIf(double iteration_s, std::vector<Candidate>* cands) {
     const int total = c.evidence.value("windows_total", 0);
     const double persistence =
         seen > 0 && total >= seen ? static_cast<double>(seen) / static_cast<double>(total) : 1.0;
-    const double waited = PeersWaited(c);
+    // Another rank's wait bounds what one rank's delay costs the job; CPUs that work beside the
+    // loops took from the node slowed every rank's loop, the peers' too.
+    const std::string by = c.evidence.value("decided_by", std::string());
+    const double waited = by == "workers_cpu" || by == "threads_cpu" ? 0 : PeersWaited(c);
     const double saved = waited > 0 ? std::min(c.impact_s_per_iter, waited) : c.impact_s_per_iter;
     const double without = std::max(0.0, step - saved * persistence);
     c.evidence["what_if"] = {{"step_s", step},

@@ -237,6 +237,12 @@ void Aggregator::AddHealth(uint64_t dropped_events, uint64_t hook_ns, uint64_t h
   health_.hook_calls += hook_calls;
 }
 
+void Aggregator::AddThreadCpu(Slot slot, uint64_t cpu_ns) {
+  if (slot == kNoSlot) return;
+  if (slot >= functions_.size()) functions_.resize(slot + 1);
+  functions_[slot].thread_cpu += cpu_ns;
+}
+
 void Aggregator::AddSchedStat(uint64_t cpu_ns, uint64_t run_delay_ns) {
   thread_cpu_ns_ += cpu_ns;
   run_delay_ns_ += run_delay_ns;

@@ -40,6 +40,9 @@ class Aggregator {
   void AddHealth(uint64_t dropped_events, uint64_t hook_ns, uint64_t hook_calls);
   // The iteration thread's time on a CPU and in a run queue since the last call (sched_stat.h).
   void AddSchedStat(uint64_t cpu_ns, uint64_t run_delay_ns);
+  // Time on a CPU of a thread other than the iteration thread, charged to Python function
+  // `slot` (thread_cpu.h).
+  void AddThreadCpu(Slot slot, uint64_t cpu_ns);
   // Per-communicator progress and the iteration count, for the live slot.
   format::LiveState Live(uint64_t now_ns) const;
 
@@ -69,6 +72,7 @@ class Aggregator {
     // Critical-path time (kCritical) of the timed calls, scaled to all calls at build; of slices.
     uint64_t critical = 0, critical_slice = 0;
     uint64_t captured = 0;  // calls captured into a graph (kNativeCaptured), not in count
+    uint64_t thread_cpu = 0;  // AddThreadCpu's, this window
   };
   struct CollectiveAcc {
     uint64_t count = 0, host_ns = 0, device_samples = 0, device_ns = 0;

@@ -58,7 +58,8 @@ format::Window Aggregator::Describe(uint64_t end_ns, const Tables& tables, bool 
   std::vector<uint8_t> called(std::min<size_t>(functions_.size(), known), 0);
   for (size_t slot = 0; slot < called.size(); ++slot) {
     const FunctionAcc& f = functions_[slot];
-    called[slot] = f.count > 0 || f.device_samples > 0 || f.slice_total > 0 || f.captured > 0;
+    called[slot] = f.count > 0 || f.device_samples > 0 || f.slice_total > 0 || f.captured > 0 ||
+                   f.thread_cpu > 0;
   }
   const std::vector<uint32_t> slots = WindowSlots(called, tables);
   std::vector<int32_t> index(called.size(), -1);
@@ -79,6 +80,7 @@ format::Window Aggregator::Describe(uint64_t end_ns, const Tables& tables, bool 
     p.device_samples = f.device_samples;
     p.device_ns = f.device_ns;
     p.captured = f.captured;
+    p.thread_cpu_ns = f.thread_cpu;
     p.duration = Take(f.duration, take);
     p.device = Take(f.device, take);
     p.per_iteration = Take(f.per_iteration, take);

@@ -30,6 +30,7 @@
 #include "preload/core/run_session.h"
 #include "preload/core/runtime_visibility.h"
 #include "preload/core/sched_stat.h"
+#include "preload/core/thread_cpu.h"
 #include "preload/core/segment_order.h"
 
 namespace perftracker::preload {
@@ -70,6 +71,7 @@ struct WriterState {
   ThreadRing* iteration_ring = nullptr;
   std::vector<Event> critical;
   SchedStat sched;  // the iteration thread's CPU and run-queue time, per drain
+  ThreadCpu side_threads;  // the other threads' CPU time, on their Python functions
   std::vector<RingCounters> counters;
   uint64_t drain_ns = 0;
   uint64_t last_live_ns = 0;
@@ -239,7 +241,10 @@ void Round(WriterState& w) {
     w.drained.push_back({r, from, w.batch.size()});
     // Dead and drained: a new thread may adopt it. (The owner pushed its last event before
     // marking it dead, so nothing can arrive after this drain.)
-    if (state == RingState::kDead) r->state.store(RingState::kFree, std::memory_order_release);
+    if (state == RingState::kDead) {
+      w.side_threads.Forget(r);
+      r->state.store(RingState::kFree, std::memory_order_release);
+    }
   }
   // The device's queue is fed by every thread (autograd's, NCCL's, compiled code's launches),
   // then walked along the training loop's own events.
@@ -253,7 +258,6 @@ void Round(WriterState& w) {
       w.critical_path.Walk(std::span(w.batch).subspan(d.from, d.to - d.from), &w.critical);
     }
   }
-  w.drained.clear();
   // Charged to the window open when this drain began: a boundary is off by one drain at most.
   // A helper marks no iterations; its main thread is its loop (a loader worker fetching), and
   // its account tells a worker that computes from one asleep on its index queue or its storage.
@@ -264,6 +268,19 @@ void Round(WriterState& w) {
     uint64_t cpu = 0, delay = 0;
     if (w.sched.Sample(sampled, &cpu, &delay)) w.aggregator->AddSchedStat(cpu, delay);
   }
+  // Every other thread, on the Python functions it ran (a freed ring's thread has exited).
+  // Until the loop's thread is known (start-up), the main thread is taken to be it.
+  const pid_t loop = sampled != 0 ? sampled : static_cast<pid_t>(w.identity.pid);
+  for (const auto& d : w.drained) {
+    const pid_t tid = d.ring->tid.load(std::memory_order_relaxed);
+    if (tid == loop || d.to == d.from ||
+        d.ring->state.load(std::memory_order_relaxed) == RingState::kFree) {
+      continue;
+    }
+    w.side_threads.Charge(d.ring, tid, std::span(w.batch).subspan(d.from, d.to - d.from), tables,
+                          w.aggregator.get());
+  }
+  w.drained.clear();
   w.batch.insert(w.batch.end(), w.critical.begin(), w.critical.end());
   w.critical.clear();
   w.collective_iterations.Synthesize(&w.batch, tables);

@@ -92,6 +92,10 @@ struct FunctionPattern {
   // Calls made while their stream was being captured into a CUDA graph: recorded, not run (not
   // in `count`; the graph's launches run them).
   uint64_t captured = 0;
+  // Time on a CPU of the threads other than the training loop's that ran this Python function,
+  // by its share of their self time (window.fbs thread_cpu): a side thread that computes is told
+  // from one asleep in a queue's get.
+  uint64_t thread_cpu_ns = 0;
   bool operator==(const FunctionPattern&) const = default;
 };
 

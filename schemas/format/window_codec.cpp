@@ -182,6 +182,9 @@ std::span<const uint8_t> WindowEncoder::Encode(const Window& w, Details details)
   const bool any_captured = std::any_of(f.begin(), f.end(), [](const P& p) { return p.captured; });
   const auto captured =
       any_captured ? Packed(b, s, f, [](const P& p) { return p.captured; }) : Bytes();
+  const bool any_cpu = std::any_of(f.begin(), f.end(), [](const P& p) { return p.thread_cpu_ns; });
+  const auto thread_cpu =
+      any_cpu ? Packed(b, s, f, [](const P& p) { return p.thread_cpu_ns; }) : Bytes();
   const auto count = Packed(b, s, f, [](const P& p) { return p.count; });
   const auto total = Packed(b, s, f, [](const P& p) { return p.total_ns; });
   const auto self = Packed(b, s, f, [](const P& p) { return p.self_ns; });
@@ -195,7 +198,7 @@ std::span<const uint8_t> WindowEncoder::Encode(const Window& w, Details details)
       w.critical_path ? Packed(b, s, f, [](const P& p) { return p.critical_ns; }) : Bytes();
   const auto functions = fb::CreateFunctionColumns(
       b, name, kind, parent, count, total, self, min, max, wait, bytes, dev_samples, dev_ns,
-      duration, device, per_iter, self_duration, critical, captured);
+      duration, device, per_iter, self_duration, critical, captured, thread_cpu);
 
   const auto collectives = EncodeCollectives(b, s, w.collectives);
   const auto signals = EncodeSignals(b, w.signals);

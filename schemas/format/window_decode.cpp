@@ -214,7 +214,8 @@ bool DecodeFunctions(const fb::FunctionColumns* c, std::span<const uint8_t> buff
       Unpack(c->bytes(), out, &P::bytes) && Unpack(c->device_samples(), out, &P::device_samples) &&
       Unpack(c->device_ns(), out, &P::device_ns) &&
       UnpackDurations(c->duration(), options.duration_moments, out) &&
-      Unpack(c->critical_ns(), out, &P::critical_ns);
+      Unpack(c->critical_ns(), out, &P::critical_ns) &&
+      Unpack(c->thread_cpu(), out, &P::thread_cpu_ns);
   if (!sums) return false;
   const bool all = options.function_details;
   if (!all && details_were_empty) return memo->details_empty = true;  // still empty: not cleared

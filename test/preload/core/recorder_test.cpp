@@ -20,6 +20,7 @@
 #include "preload/core/recorder_state.h"
 #include "preload/core/sched_stat.h"
 #include "preload/core/segment_order.h"
+#include "preload/core/thread_cpu.h"
 #include "preload/core/writer.h"
 #include "schemas/format/ring_file.h"
 
@@ -282,6 +283,64 @@ TEST_CASE("collectives: launch offsets within the iteration and live progress", 
   CHECK(live.comms[0].last_seq_completed == 1);
   CHECK(live.comms[0].inflight_op == uint8_t(format::CollectiveOp::kAllReduce));
   CHECK(live.comms[0].inflight_since_mono_ns == 2'500'000);
+}
+
+// A side thread's CPU time lands on the Python functions its events name, by their share of
+// its self time; a drain with no Python time reads nothing (the next one takes the time in
+// between), and a thread whose events are all native is never read.
+TEST_CASE("a side thread's CPU time is charged to its Python functions", "[sched]") {
+  if (access("/proc/thread-self/schedstat", R_OK) != 0) {
+    WARN("no schedstat in this kernel: nothing to check");
+    return;
+  }
+  Tables& tables = GetTables();
+  InitRecorder(1024, 1024);
+  const Slot body = InternFunction(format::FunctionKind::kPython, "side.py:1:exporter");
+  const Slot leaf = InternFunction(format::FunctionKind::kPython, "side.py:9:encode", body);
+  const Slot api = InternFunction(format::FunctionKind::kCudaApi, "cudaMemcpyAsync");
+  std::atomic<pid_t> tid{0};
+  std::atomic<int> phase{0};
+  std::atomic<uint64_t> spun_ns{0};
+  std::thread side([&] {
+    tid = gettid();
+    while (phase.load() == 0) sched_yield();
+    const auto cpu = [] {
+      timespec ts;
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+      return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + ts.tv_nsec;
+    };
+    const uint64_t start = cpu();
+    while (cpu() - start < 40'000'000) {
+    }
+    spun_ns = cpu() - start;
+    phase = 2;
+    while (phase.load() != 3) sched_yield();
+  });
+  while (tid.load() == 0) sched_yield();
+  ThreadRing ring;
+  ThreadCpu threads;
+  Aggregator agg(100, 0, 0);
+  const std::vector<Event> python = {Call(body, 10, 300), Call(leaf, 20, 100)};
+  threads.Charge(&ring, tid, python, tables, &agg);  // the baseline
+  phase = 1;
+  while (phase.load() != 2) sched_yield();
+  threads.Charge(&ring, tid, std::vector<Event>{Native(api, kNoSlot, kNoSlot, true, 30, 5)},
+                 tables, &agg);  // no Python time: nothing read
+  threads.Charge(&ring, tid, python, tables, &agg);
+  phase = 3;
+  side.join();
+  const format::Window w = agg.TakePartial(1'000'000'000, tables);
+  const auto* b = Find(w, "side.py:1:exporter");
+  const auto* l = Find(w, "side.py:9:encode");
+  REQUIRE(b != nullptr);
+  REQUIRE(l != nullptr);
+  CHECK(Find(w, "cudaMemcpyAsync") == nullptr);
+  const double total = static_cast<double>(b->thread_cpu_ns + l->thread_cpu_ns);
+  // Everything the thread spun between the two reads, and little else (its start and stop).
+  CHECK(total >= 0.95 * static_cast<double>(spun_ns.load()));
+  CHECK(total <= static_cast<double>(spun_ns.load()) + 20e6);
+  CHECK(static_cast<double>(b->thread_cpu_ns) ==
+        Approx(3.0 * static_cast<double>(l->thread_cpu_ns)).epsilon(0.01));
 }
 
 TEST_CASE("events from many threads reach the ring file exactly once", "[writer]") {
