@@ -34,8 +34,11 @@ struct FunctionInfo {
   uint64_t parent_id = 0;  // the caller's id (Python call paths); 0 at the root
 };
 
-// The user's own code: the collector writes site-packages, dist-packages and standard-library
-// files relative to their root, and every other file by its absolute path.
+// The user's own code: the collector writes site-packages, dist-packages, standard-library and
+// compiler-cache files (inductor's generated code) relative to their root, and every other file
+// by its absolute path (preload/python/cpython_code.cpp StableFile). Where a module lives
+// decides it, not its name: Lightning, DeepSpeed or transformers installed as packages are
+// library code, and a checkout on the path (Megatron run from its repository) is the user's.
 inline bool UserCode(std::string_view name) { return !name.empty() && name[0] == '/'; }
 
 struct CollectiveInfo {

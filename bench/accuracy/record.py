@@ -3,10 +3,15 @@
 the cell are kept as one archive, STORE/<cell id>.tgz, written atomically. A cell whose archive
 exists is skipped, so a run can stop anywhere and resume; a job that fails leaves its log in
 STORE/failed/ and the run goes on.
+
+On a machine of two cores a job's step depends on what else runs there: each archive keeps the
+share of the machine's CPUs that other processes took while it ran (others_cpu_share), so that
+a step measured beside a build is not taken for the truth of a what-if (score.py).
 """
 
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -84,15 +89,42 @@ def step_times(prefix, ranks):
     return out
 
 
+def busy_cpu_s():
+    """Seconds of CPU time the whole machine has spent busy (/proc/stat), or None."""
+    try:
+        with open("/proc/stat") as f:
+            ticks = [int(x) for x in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")  # less idle, iowait
+
+
+def children_cpu_s():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def others_share(busy0, own0, wall):
+    """The share of the machine's CPUs that processes other than the job (and this recorder)
+    took over `wall` seconds, from counters read before it; None when unknown."""
+    busy1 = busy_cpu_s()
+    if busy0 is None or busy1 is None or wall <= 0:
+        return None
+    own = children_cpu_s() - own0 + time.process_time()
+    return round(max(0.0, busy1 - busy0 - own) / (wall * (os.cpu_count() or 1)), 3)
+
+
 def record_one(cell, tools, store, ranks, timeout_s):
     """Runs one cell; returns (ok, seconds, what happened)."""
     t0 = time.monotonic()
+    busy0, own0 = busy_cpu_s(), children_cpu_s() + time.process_time()
     work = tempfile.mkdtemp(prefix="perftracker-bench.")
     try:
         prefix = os.path.join(work, "steps")
         s = scenario_of(cell, ranks, prefix)
         rc, how = jobs.run(s, tools, work, timeout_s=timeout_s)
         wall = time.monotonic() - t0
+        others = others_share(busy0, own0, wall)
         if how != "exited" or rc != 0:
             os.makedirs(os.path.join(store, "failed"), exist_ok=True)
             shutil.copy(os.path.join(work, "job.log"),
@@ -101,6 +133,7 @@ def record_one(cell, tools, store, ranks, timeout_s):
         meta = {"schema": 1, "cell": asdict(cell), "commit": commit(),
                 "recorded": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "wall_s": round(wall, 1), "load1": os.getloadavg()[0],
+                "others_cpu_share": others,
                 "step_times": step_times(prefix, ranks)}
         with open(os.path.join(work, "meta.json"), "w") as f:
             json.dump(meta, f, indent=1)

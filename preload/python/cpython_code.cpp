@@ -1,12 +1,14 @@
 // Naming and recognizing Python functions: first sight of a code object (cold path, GIL held).
 //
 // Identity is "file:firstline:qualname" with the file made relative to site-packages /
-// dist-packages / the stdlib directory, so every rank and every run of the same job names a
-// function alike even from different virtual environments.
+// dist-packages / the stdlib directory / a compiler's cache, so every rank and every run of the
+// same job names a function alike even from different virtual environments, and only the
+// user's own files keep an absolute path (StableFile).
 #include <fnmatch.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <string_view>
@@ -149,10 +151,19 @@ FunctionKind DefaultKind(std::string_view file, std::string_view q, bool* always
   return FunctionKind::kPython;
 }
 
-// Strips the machine-specific prefix of a code file name.
+// Strips the machine-specific prefix of a code file name. What is left is relative for every
+// file that is not the user's own: installed packages, the standard library, and code a
+// compiler generated into its cache (inductor's, TORCHINDUCTOR_CACHE_DIR or its default
+// /tmp/torchinductor_<user>), which is the framework's however absolute its path; the analyzer
+// names the user's frame that called it.
 const char* StableFile(const char* file) {
   for (const char* marker : {"/site-packages/", "/dist-packages/"}) {
     if (const char* p = std::strstr(file, marker)) return p + std::strlen(marker);
+  }
+  if (const char* p = std::strstr(file, "/torchinductor_")) return p + 1;
+  if (const char* cache = std::getenv("TORCHINDUCTOR_CACHE_DIR"); cache && *cache) {
+    const size_t n = std::strlen(cache) - (cache[std::strlen(cache) - 1] == '/');
+    if (std::strncmp(file, cache, n) == 0 && file[n] == '/') return file + n + 1;
   }
   if (const char* p = std::strstr(file, "/lib/python3")) {
     if (const char* slash = std::strchr(p + 5, '/')) return slash + 1;

@@ -77,6 +77,7 @@ class Fn:
         self.critical = None  # critical-path ns; None where no window carried it
         self.timed = 0  # calls whose time was measured (the rest: counted, time estimated)
         self.self_hist = None  # ring: timed calls in the self-time histogram (0: equals duration)
+        self.thread_cpu = 0  # ring: CPU ns of threads beside the loop charged to it
 
 
 def load_probe(tmp):
@@ -121,6 +122,7 @@ def load_ring(cli, tmp):
                 fn.critical = (fn.critical or 0) + p["critical_ns"]
             fn.timed += sum(p["duration"].get("counts", []))  # one entry per timed call
             fn.self_hist = (fn.self_hist or 0) + sum(p.get("self_duration", {}).get("counts", []))
+            fn.thread_cpu += p.get("thread_cpu_ns", 0)
     return fns, iterations, stack
 
 
@@ -288,6 +290,17 @@ def check_workload(fns, iterations, stack, probe, minor, monitored=False, sample
     expect(len(gen) == 1 and gen[0].count == resumptions,
            f"generator evaluations: {[x.count for x in gen]}")
     expect(len(find(fns, "raise_inside", "main")) == 1, "a call that raises is recorded")
+    if not probe:
+        # A thread's CPU lands on the frames it ran between two drains: spin's own, and the
+        # leaf calls it made. At most a drain period (20 ms) is lost as it exits, and a loaded
+        # host runs it less than its wall time; asleep, nap's thread runs nothing.
+        spun = sum(x.thread_cpu for x in find(fns, "spin") + find(fns, "leaf", "spin"))
+        napped = sum(x.thread_cpu for x in find(fns, "nap"))
+        expect(spun > 0.1e9, f"the spinning thread's CPU: {spun / 1e6:.1f} ms of 400")
+        expect(napped < 0.2 * spun, f"the sleeping thread's CPU: {napped / 1e6:.1f} ms")
+    generated = [x.name for x in find(fns, "compiled_call")]
+    expect(generated == ["torchinductor_test/ab/cabc123.py:1:compiled_call"],
+           f"generated code named from its cache root: {generated}")
     expect(iterations == 7, f"iterations: {iterations}")
     gcs = [f for f in fns.values() if f.kind == "gc" and f.count]
     expect(sum(f.count for f in gcs) >= 3, f"gc events: {[(f.name, f.count) for f in gcs]}")
