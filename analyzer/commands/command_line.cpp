@@ -22,6 +22,14 @@ void CommandLine::Argument(const std::string& name, std::string* value, const st
   app_->add_option(name, *value, help)->required()->type_name("");
 }
 
+void CommandLine::Arguments(const std::string& name, std::vector<std::string>* values,
+                            int at_least, const std::string& help) {
+  app_->add_option(name, *values, help)
+      ->required()
+      ->expected(at_least, CLI::detail::expected_max_vector_size)
+      ->type_name("");
+}
+
 void CommandLine::Option(const std::string& names, std::string* value, const std::string& help) {
   app_->add_option(names, *value, help)->capture_default_str()->type_name("PATH");
 }

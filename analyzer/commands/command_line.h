@@ -28,6 +28,9 @@ class CommandLine {
 
   // Positional arguments, in order; each is required.
   void Argument(const std::string& name, std::string* value, const std::string& help);
+  // The remaining positional arguments, at least `at_least` of them.
+  void Arguments(const std::string& name, std::vector<std::string>* values, int at_least,
+                 const std::string& help);
 
   // `names`: "--json", or "-o,--output". The value's current content is the default shown;
   // a string option is a PATH.

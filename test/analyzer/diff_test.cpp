@@ -155,3 +155,58 @@ TEST_CASE("diff: a collective is a regression by what its change costs the step"
 
 }  // namespace
 }  // namespace perftracker::testing
+
+namespace perftracker::testing {
+namespace {
+
+// Clean(seed) with every step `factor` times as long, each function and collective alike: a
+// machine slower or loaded as a whole, no function of the job's own.
+JobSpec Scaled(uint64_t seed, double factor) {
+  JobSpec spec = Clean(seed);
+  spec.edit = [factor](int, format::Window* w) {
+    const auto scale = [factor](uint64_t& v) {
+      v = static_cast<uint64_t>(static_cast<double>(v) * factor);
+    };
+    for (format::FunctionPattern& p : w->functions) {
+      scale(p.self_ns), scale(p.total_ns), scale(p.critical_ns), scale(p.device_ns);
+      scale(p.wait_ns);
+    }
+    for (format::CollectivePattern& c : w->collectives) scale(c.device_ns), scale(c.host_ns);
+    scale(w->iterations.total_ns), scale(w->iterations.min_ns), scale(w->iterations.max_ns);
+    for (uint32_t& n : w->iterations.duration.counts) (void)n;
+    w->end_mono_ns = w->start_mono_ns + static_cast<uint64_t>(
+        static_cast<double>(w->end_mono_ns - w->start_mono_ns) * factor);
+  };
+  return spec;
+}
+
+}  // namespace
+
+TEST_CASE("diff: a whole job slower alike is the job's change, no function's",
+          "[analyzer][diff]") {
+  const std::string dir = MakeTempDir();
+  WriteJob(dir + "/base", Clean(1));
+  WriteJob(dir + "/noisy", Scaled(2, 1.07));   // within one machine's run-to-run noise
+  WriteJob(dir + "/slower", Scaled(3, 1.3));   // beyond it
+  WriteJob(dir + "/base2", Scaled(4, 1.35));   // a second baseline run as slow
+  const CliResult noisy = Cli({"diff", dir + "/base", dir + "/noisy"});
+  const CliResult slower = Cli({"diff", dir + "/base", dir + "/slower", "--json", "-"});
+  const CliResult text = Cli({"diff", dir + "/base", dir + "/slower"});
+  const CliResult two = Cli({"diff", dir + "/base", dir + "/base2", dir + "/slower"});
+  RemoveTree(dir);
+  INFO(noisy.out);
+  CHECK(noisy.code == 0);
+  // 30% slower, every function alike: one regression, the step's, and the text says so.
+  INFO(slower.json.dump(2).substr(0, 3000));
+  CHECK(slower.code == 1);
+  REQUIRE(slower.json["regressions"].size() == 1);
+  CHECK(slower.json["regressions"][0]["kind"] == "iteration");
+  CHECK(slower.json["whole_job_only"] == true);
+  INFO(text.out);
+  CHECK_THAT(text.out, Catch::Contains("the whole job is") && Catch::Contains("no function stands out"));
+  // Two baselines 35% apart: a current run between them is within the runs' own noise.
+  INFO(two.out);
+  CHECK(two.code == 0);
+}
+
+}  // namespace perftracker::testing

@@ -264,6 +264,13 @@ TEST_CASE("every rank's workers holding the node's CPUs are one verdict on every
   const Json spare = AnalyzeWorkers(k);
   INFO(spare["candidates"].dump(2));
   CHECK(WorkerCandidate(spare) == nullptr);
+  // Idle workers (2% of their time in the user's code) taking the same CPU: the loader's own
+  // queues and pickling, no function of the user's to name.
+  k.cpus = 4;
+  k.busy = [](int) { return 0.02; };
+  const Json idle = AnalyzeWorkers(k);
+  INFO(idle["candidates"].dump(2));
+  CHECK(WorkerCandidate(idle) == nullptr);
 }
 
 }  // namespace perftracker::testing
