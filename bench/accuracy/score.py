@@ -15,7 +15,8 @@ Figures (scoreboard.json, "schema": 1):
                   machine's CPUs (the archive's others_cpu_share) is no counterfactual: its
                   what-if is set aside (what_if_disturbed) rather than scored
   diff            `perftracker diff` as a CI gate: exit 1 over pairs of clean runs (false
-                  alarms), and over (clean twin, quiet fault) pairs (detections)
+                  alarms; a pair with a run recorded beside other load set aside), and over
+                  (clean twin, quiet fault) pairs (detections)
 """
 
 import json
@@ -156,8 +157,12 @@ def clean_pair(pair, tools, store):
     a, b = pair
     work = tempfile.mkdtemp(prefix="perftracker-score.")
     try:
-        _, ra = extract(store, a, os.path.join(work, "a"))
-        _, rb = extract(store, b, os.path.join(work, "b"))
+        ma, ra = extract(store, a, os.path.join(work, "a"))
+        mb, rb = extract(store, b, os.path.join(work, "b"))
+        # Two runs of which one shared the machine with other work differ by that work: no
+        # measure of run-to-run noise, as no twin of it is a counterfactual.
+        if any((m.get("others_cpu_share") or 0) > DISTURBED for m in (ma, mb)):
+            return {"base": a, "cur": b, "disturbed": True}
         return {"base": a, "cur": b, "exit": diff_exit(tools, ra, rb)}
     except (OSError, tarfile.TarError) as e:
         return {"base": a, "cur": b, "error": str(e)[:300]}
@@ -233,6 +238,7 @@ def score(cells, m, tools, store, jobs_n):
              "totals": figures(outcomes),
              "diff_clean_pairs": {"n": len([p for p in pairs if "exit" in p]),
                                   "false_alarms": sum(p.get("exit") == 1 for p in pairs),
+                                  "disturbed": sum(bool(p.get("disturbed")) for p in pairs),
                                   "pairs": pairs},
              "by": {axis: {value: figures([o for o in outcomes if o[axis] == value])
                            for value in sorted({o[axis] for o in outcomes})} for axis in AXES},
@@ -268,7 +274,9 @@ def text(board):
              f"(median error {t.get('what_if_median_abs_err', '-')}; "
              f"{t['what_if_disturbed']} set aside, recorded beside other load) |",
              f"| diff: false alarms over clean pairs | {board['diff_clean_pairs']['false_alarms']}"
-             f" of {board['diff_clean_pairs']['n']} |",
+             f" of {board['diff_clean_pairs']['n']} "
+             f"({board['diff_clean_pairs'].get('disturbed', 0)} set aside, recorded beside other "
+             f"load) |",
              f"| diff: quiet faults detected against their twin | {pct(t['diff_planted'])} |", ""]
     for axis in AXES:
         lines += [f"## By {axis}", "",
