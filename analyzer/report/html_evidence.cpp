@@ -30,6 +30,14 @@ std::string HowFar(const Json& e) {
   return FormatNumber("deviation %.3g", d);
 }
 
+// The share of its node's CPUs the work beside the loops held (evidence.workers, .threads), and
+// what the loops waited for one.
+std::string NodeCpusClause(const Json& d) {
+  return FormatNumber("%.0f%% of the node's ", 100 * d.value("node_cpus_held", 0.0)) +
+         FormatNumber("%.0f CPUs, while its training loops waited ", d.value("node_cpus", 0.0)) +
+         FormatSeconds(d.value("loops_run_queue_s_per_iter", 0.0)) + " a step for one";
+}
+
 std::string MeasuredSentence(const Candidate& c) {
   const Json& e = c.evidence;
   const std::string unit = e.value("unit", "s/iter");
@@ -57,10 +65,7 @@ std::string MeasuredSentence(const Candidate& c) {
     std::string s = where + "a thread beside the training loop ran " + Code(c.function) +
                     FormatNumber(" on %.2f cores", e.value("value", 0.0)) +
                     FormatNumber(" against %.2f on its peers", e.value("peer_median", 0.0)) +
-                    FormatNumber(", %.0f%% of the node's ", 100 * t.value("node_cpus_held", 0.0)) +
-                    FormatNumber("%.0f CPUs, while its training loops waited ",
-                                 t.value("node_cpus", 0.0)) +
-                    FormatSeconds(t.value("loops_run_queue_s_per_iter", 0.0)) + " a step for one";
+                    ", " + NodeCpusClause(t);
     if (t.value("loop_off_cpu_excess_s_per_iter", 0.0) > 0) {
       s += "; its loop waited " + FormatSeconds(t.value("loop_off_cpu_excess_s_per_iter", 0.0)) +
            " a step more than its peers' off a CPU (the GIL)";
@@ -71,10 +76,8 @@ std::string MeasuredSentence(const Candidate& c) {
     const Json& w = e.value("workers", Json::object());
     return where + "the loader workers ran " + Code(c.function) +
            FormatNumber(" on %.2f cores", e.value("value", 0.0)) +
-           FormatNumber(" against %.2f on their peers", e.value("peer_median", 0.0)) +
-           FormatNumber(", %.0f%% of the node's ", 100 * w.value("node_cpus_held", 0.0)) +
-           FormatNumber("%.0f CPUs, while its training loops waited ", w.value("node_cpus", 0.0)) +
-           FormatSeconds(w.value("loops_run_queue_s_per_iter", 0.0)) + " a step for one. ";
+           FormatNumber(" against %.2f on their peers", e.value("peer_median", 0.0)) + ", " +
+           NodeCpusClause(w) + ". ";
   }
   if (c.category == "hang") {
     return Code(c.function) + " has been in flight for " + FormatSeconds(e.value("value", 0.0)) +

@@ -135,6 +135,14 @@ std::string Short(const std::string& name) {
 
 // Where a lifted verdict sits (depth.cpp), what beneath it took the time, and what a data-loader
 // verdict's helper processes spent it on (helpers.cpp).
+// The share of its node's CPUs the work beside the loops held (evidence.workers, .threads), and
+// what the loops waited for one.
+std::string NodeCpusHeld(const Json& d) {
+  return FormatNumber("%.0f%% of the node's ", 100 * d.value("node_cpus_held", 0.0)) +
+         FormatNumber("%.0f CPUs, whose loops wait ", d.value("node_cpus", 0.0)) +
+         FormatSeconds(d.value("loops_run_queue_s_per_iter", 0.0)) + " a step for one";
+}
+
 void WritePathAndParts(const Json& e, std::ostream& out) {
   std::string line;
   if (e.contains("beta")) {
@@ -170,19 +178,14 @@ void WritePathAndParts(const Json& e, std::ostream& out) {
     const Json& w = e["workers"];
     out << "      " << w.value("processes", 0) << " loader workers: "
         << FormatNumber("%.0f%% of their time in the user's code", 100 * w.value("busy", 0.0))
-        << FormatNumber(", %.0f%% on a CPU", 100 * w.value("cpu", 0.0))
-        << FormatNumber("; %.0f%% of the node's ", 100 * w.value("node_cpus_held", 0.0))
-        << FormatNumber("%.0f CPUs, whose loops wait ", w.value("node_cpus", 0.0))
-        << FormatSeconds(w.value("loops_run_queue_s_per_iter", 0.0)) << " a step for one\n";
+        << FormatNumber(", %.0f%% on a CPU", 100 * w.value("cpu", 0.0)) << "; "
+        << NodeCpusHeld(w) << "\n";
   }
   if (e.contains("threads")) {
     const Json& t = e["threads"];
     out << "      threads beside the training loop: "
         << FormatNumber("%.2f cores busy", t.value("cores", 0.0))
-        << FormatNumber(" (peers' %.2f)", t.value("peers_cores", 0.0))
-        << FormatNumber("; %.0f%% of the node's ", 100 * t.value("node_cpus_held", 0.0))
-        << FormatNumber("%.0f CPUs, whose loops wait ", t.value("node_cpus", 0.0))
-        << FormatSeconds(t.value("loops_run_queue_s_per_iter", 0.0)) << " a step for one";
+        << FormatNumber(" (peers' %.2f)", t.value("peers_cores", 0.0)) << "; " << NodeCpusHeld(t);
     if (t.value("loop_off_cpu_excess_s_per_iter", 0.0) > 0) {
       out << "; its loop waits " << FormatSeconds(t.value("loop_off_cpu_excess_s_per_iter", 0.0))
           << " a step more than its peers' off a CPU (the GIL)";

@@ -134,6 +134,17 @@ Json CpuExcessEvidence(const CpuExcess& e) {
           {"loops_run_queue_s_per_iter", e.node.waited_s}};
 }
 
+bool ChargeLarger(Candidate* c, const std::string& key, Json details, double lost_s,
+                  double iteration_s) {
+  c->evidence[key] = std::move(details);
+  if (lost_s <= c->impact_s_per_iter) return false;
+  c->impact_s_per_iter = lost_s;
+  c->score = Score(lost_s * 1e9, iteration_s * 1e9, 1, 1);
+  c->evidence["iteration_s"] = iteration_s;
+  c->evidence["decided_by"] = key + "_cpu";
+  return true;
+}
+
 Candidate CpuExcessCandidate(const Frame& f, const CpuExcess& e, int32_t fn, double lost_s,
                              double iteration_s, const std::string& category, Source source,
                              const std::string& key, Json details) {

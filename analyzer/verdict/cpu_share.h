@@ -52,6 +52,12 @@ int GroupOf(const Frame& f, size_t rank_index);
 // The evidence every CPU-share verdict carries (its source's own details added by the caller).
 Json CpuExcessEvidence(const CpuExcess& e);
 
+// A candidate already on the same ranks (a consumer's wait, a function's own time against its
+// peers') is the same verdict: it takes `details` as evidence under `key` and the larger of the
+// two costs, decided then by `key`_cpu. True where the CPU share was the larger.
+bool ChargeLarger(Candidate* c, const std::string& key, Json details, double lost_s,
+                  double iteration_s);
+
 // A verdict of its own on `e`, named by catalog function `fn`, charged `lost_s` a step: its
 // evidence compares the cores (unit "cores", decided by `key`_cpu) and holds `details` (from
 // CpuExcessEvidence) under `key` ("workers", "threads").

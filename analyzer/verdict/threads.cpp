@@ -143,15 +143,14 @@ void AddThreadCandidates(const Frame& f, const std::map<int, ThreadLoad>& loads,
                            std::min(1.0, e.cores - e.peers_cores) * iteration_s);
       }
     } else {
+      // The function the most of the ranks' cores are in, at each rank's top.
       std::map<int32_t, double> by_top;
       for (const int r : e.ranks) {
         const ThreadLoad& t = loads.at(r);
         by_top[t.Top()] += t.Cores();
       }
-      double most = 0;
-      for (const auto& [fn, c] : by_top) {
-        if (fn >= 0 && c > most) most = c, top = fn;
-      }
+      by_top.erase(-1);
+      top = Heaviest(by_top);
     }
     const double lost_s = std::max(e.lost_s, gil_s);
     if (top < 0 || lost_s <= 0) continue;
@@ -162,13 +161,7 @@ void AddThreadCandidates(const Frame& f, const std::map<int, ThreadLoad>& loads,
       return c.rank_set == e.ranks && c.catalog_function == top;
     });
     if (same != cands->end()) {
-      same->evidence["threads"] = std::move(details);
-      if (lost_s > same->impact_s_per_iter) {
-        same->impact_s_per_iter = lost_s;
-        same->score = Score(lost_s * 1e9, iteration_s * 1e9, 1, 1);
-        same->evidence["iteration_s"] = iteration_s;
-        same->evidence["decided_by"] = "threads_cpu";
-      }
+      ChargeLarger(&*same, "threads", std::move(details), lost_s, iteration_s);
       continue;
     }
     Candidate c = CpuExcessCandidate(f, e, top, lost_s, iteration_s, "host_cpu", Source::kThreads,

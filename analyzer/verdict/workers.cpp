@@ -154,12 +154,7 @@ void Add(const Frame& f, const CpuExcess& e, int32_t top, double iteration_s, Js
          std::vector<Candidate>* cands) {
   const double lost_s = e.lost_s;
   if (Candidate* loader = LoaderCandidate(cands, e.ranks)) {
-    loader->evidence["workers"] = std::move(evidence);
-    if (lost_s > loader->impact_s_per_iter) {
-      loader->impact_s_per_iter = lost_s;
-      loader->score = Score(lost_s * 1e9, iteration_s * 1e9, 1, 1);
-      loader->evidence["iteration_s"] = iteration_s;
-      loader->evidence["decided_by"] = "workers_cpu";
+    if (ChargeLarger(loader, "workers", std::move(evidence), lost_s, iteration_s)) {
       loader->evidence["waits_in"] = loader->function;
       loader->function = f.ds->catalog.functions()[static_cast<size_t>(top)].name;
     }
