@@ -11,6 +11,7 @@
 #include "analyzer/ingest/ingest.h"
 #include "analyzer/base/progress.h"
 #include "analyzer/report/report.h"
+#include "analyzer/verdict/cpu_share.h"
 #include "analyzer/verdict/verdict.h"
 #include "analyzer/base/stats.h"
 
@@ -52,6 +53,32 @@ double SteadyIteration(const RankData& r) {
 }
 
 namespace {
+
+// The median rank's run after start-up: every rank in step has the same mean, and a rank that
+// joined late or was cut short does not move it.
+SteadyRun Steady(const Dataset& ds) {
+  std::vector<double> means, begins, ends;
+  for (const RankData& r : ds.ranks) {
+    const uint64_t startup = r.StartupBegin();
+    double ns = 0, n = 0;
+    uint64_t begin = UINT64_MAX, end = 0;
+    for (const Slot& s : r.slots) {
+      if (s.iterations <= 0 || s.iter_begin == startup) continue;
+      ns += s.iteration_ns, n += s.iterations;
+      begin = std::min(begin, s.iter_begin), end = std::max(end, s.iter_end);
+    }
+    if (n <= 0) continue;
+    means.push_back(ns / n * 1e-9);
+    begins.push_back(static_cast<double>(begin));
+    ends.push_back(static_cast<double>(end));
+  }
+  SteadyRun run;
+  if (means.empty()) return run;
+  run.mean_step_s = Median(means);
+  run.begin = static_cast<uint64_t>(Median(begins));
+  run.end = std::max(run.begin, static_cast<uint64_t>(Median(ends)));
+  return run;
+}
 
 std::vector<RankIterations> IterationStats(const Dataset& ds) {
   std::vector<RankIterations> out;
@@ -154,6 +181,7 @@ Report Analyze(std::unique_ptr<Dataset> dataset, const Thresholds& thresholds) {
     if (it.count > 0) means.push_back(it.steady_s);
   }
   rep.median_iteration_s = Median(means);
+  rep.steady = Steady(ds);
   const Frame frame = MakeFrame(ds, rep.groups, thresholds);
   std::vector<Finding> findings;
   for (auto detect : {DetectDifferential, DetectExpectedRange, DetectCriticalPath, DetectTemporal,
@@ -168,7 +196,9 @@ Report Analyze(std::unique_ptr<Dataset> dataset, const Thresholds& thresholds) {
   AttachHelperEvidence(ds, loads, &rep.candidates);
   AddThreadCandidates(frame, ThreadLoads(ds), rep.median_iteration_s, &rep.candidates);
   AttachBeta(frame, &rep.candidates);
-  AttachWhatIf(rep.median_iteration_s, &rep.candidates);
+  AttachWhatIf(rep.steady,
+               CpuBounds(frame, WorkerCores(loads), rep.steady.mean_step_s, rep.candidates),
+               &rep.candidates);
   rep.signal_warnings = AttachSignals(SignalDeviations(ds), &rep.candidates);
   rep.heat = BuildHeat(frame, rep.candidates);
   rep.links.cells = LinkRates(frame, &rep.links.net);

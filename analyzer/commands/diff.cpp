@@ -15,8 +15,9 @@
 // rank of a slot at once, so ranks are not independent samples of a run), AND by at least 0.5% of
 // the base step time (functions and collectives that cost the step nothing do not fail builds; a
 // collective's per-call change counts times its calls a step). Functions are joined by their
-// stable id, collectives by (op, bytes, communicator size, point-to-point or not): communicator
-// ids differ between runs.
+// stable id, Python functions by file and name (the line a code change moves left out),
+// collectives by (op, bytes, communicator size, point-to-point or not): communicator ids differ
+// between runs.
 // Beside them, the causes: the analysis `analyze` runs, on both runs, and the candidates that are
 // new or grew in CUR (diff_causes.h), printed first. They explain regressions and never change
 // the exit status: 1 on a regression, 0 otherwise, 2 on usage or unreadable input.
@@ -59,26 +60,51 @@ struct Profile {
   size_t ranks = 0;
 };
 
+// A Python function as two runs of changed code both know it: its file and qualified name, the
+// line left out ("/job/train.py:122:MLP.forward" is the same function as ":118:" once four lines
+// were added above it, as a change that slows it adds them), and its callers merged. Other
+// kinds by their stable id.
+std::string MetricKey(const FunctionInfo& f) {
+  if (f.kind == format::FunctionKind::kPython) {
+    const size_t name = f.name.rfind(':');
+    const size_t line = name == std::string::npos || name == 0 ? std::string::npos
+                                                                : f.name.rfind(':', name - 1);
+    if (line != std::string::npos &&
+        f.name.find_first_not_of("0123456789", line + 1) == name && name > line + 1) {
+      return "p" + f.name.substr(0, line) + f.name.substr(name);
+    }
+  }
+  char key[32];
+  std::snprintf(key, sizeof key, "f%016llx", static_cast<unsigned long long>(f.id));
+  return key;
+}
+
 // One value per (rank, slot): cost per iteration in that slot. Slot-to-slot variation is part of
 // the noise, so a function that runs once in a while (a full GC, a checkpoint) has a wide
 // distribution and a median near zero, and never fails a build on one unlucky occurrence.
 void ProfileFunctions(const Dataset& ds, const RankData& r, Profile* p) {
   const auto& fns = ds.catalog.functions();
+  std::map<std::string, std::map<uint64_t, double>> per_slot;  // key -> slot key -> ns
   for (size_t i = 0; i < fns.size(); ++i) {
     const bool device = fns[i].kind == format::FunctionKind::kKernel ||
                         fns[i].kind == format::FunctionKind::kMemcpy;
-    char key[32];
-    std::snprintf(key, sizeof key, "f%016llx", static_cast<unsigned long long>(fns[i].id));
+    const std::string key = MetricKey(fns[i]);
     Quantity& m = p->metrics[key];
-    m.name = fns[i].name;
-    m.kind = std::string(format::KindName(fns[i].kind));
+    if (m.name.empty()) {
+      m.name = fns[i].name;
+      m.kind = std::string(format::KindName(fns[i].kind));
+    }
+    std::map<uint64_t, double>& sums = per_slot[key];
     for (const Slot& s : r.slots) {
       if (s.iterations == 0) continue;
       const double v = i >= s.functions.size() ? 0
                        : device               ? s.functions[i].device_est_ns
                                               : s.functions[i].self_ns;
-      m.Add(s.key, v / s.iterations);
+      sums[s.key] += v / s.iterations;
     }
+  }
+  for (const auto& [key, sums] : per_slot) {
+    for (const auto& [slot, v] : sums) p->metrics[key].Add(slot, v);
   }
 }
 

@@ -60,6 +60,11 @@ struct Finding {
   double peer_median_ns = 0;
   double deviation = 0;  // z for differential/arrival/link; share above range or growth otherwise
   double excess_ns = 0;  // time lost per iteration
+  // Time lost over every slot after start-up, flagged or not, each slot's excess times its
+  // iterations (ns; -1: not counted). excess_ns is a mean over the flagged slots, start-up's
+  // among them: a start-up slot of 10 iterations weighs as much there as one of 80, and a
+  // steady fault in a window its noise hid counts for nothing.
+  double steady_lost_ns = -1;
   double iteration_ns = 0;
   int windows_seen = 0;
   int windows_total = 0;

@@ -16,6 +16,7 @@ using format::FunctionKind;
 // Accumulates one rank's numbers for one metric over the slots of a group.
 struct Tally : FlaggedSums {
   double excess_all = 0;                       // over all slots
+  double steady_lost = 0;                      // Finding::steady_lost_ns
   std::vector<std::array<uint64_t, 2>> spans;  // iterations of the flagged slots, contiguous merged
 };
 
@@ -44,14 +45,15 @@ void TallySlot(const Frame& f, const PeerGroup& g, size_t k, const std::vector<M
     const double z = excess / std::sqrt(sigma * sigma + var);
     ++t.present;
     t.excess_all += excess;
+    const Slot* slot = SlotAt(f, g.members[i], k);
+    if (f.Steady(g.members[i], *slot)) t.steady_lost += excess * slot->iterations;
     if (z > f.th.z && excess > f.th.min_excess_share * iter) {
       ++t.flagged;
       t.value += x, t.median += med, t.z += z, t.excess += excess, t.iteration += iter;
-      const Slot* s = SlotAt(f, g.members[i], k);
-      if (!t.spans.empty() && t.spans.back()[1] >= s->iter_begin) {
-        t.spans.back()[1] = std::max(t.spans.back()[1], s->iter_end);
+      if (!t.spans.empty() && t.spans.back()[1] >= slot->iter_begin) {
+        t.spans.back()[1] = std::max(t.spans.back()[1], slot->iter_end);
       } else {
-        t.spans.push_back({s->iter_begin, s->iter_end});
+        t.spans.push_back({slot->iter_begin, slot->iter_end});
       }
     }
   }
@@ -59,6 +61,7 @@ void TallySlot(const Frame& f, const PeerGroup& g, size_t k, const std::vector<M
 
 Finding FromTally(const Tally& t, const Frame& f, size_t member_rank_index) {
   Finding out = Averaged(t);
+  out.steady_lost_ns = t.steady_lost;
   out.ranks = {f.ds->ranks[member_rank_index].rank()};
   // When it happened: a fault that began mid-run, or moved from rank to rank, says so.
   out.extra["iterations"] = t.spans;

@@ -209,12 +209,14 @@ std::vector<bool> LoopFrames(const Dataset& ds) {
 }
 
 Frame MakeFrame(const Dataset& ds, const std::vector<PeerGroup>& groups, const Thresholds& th) {
-  Frame f{&ds, &groups, th, {}, {}, {}, SummedIn(ds.catalog), ds.threads, {}, LoopFrames(ds)};
+  Frame f{&ds, &groups, th, {}, {}, {}, SummedIn(ds.catalog), ds.threads, {}, LoopFrames(ds), {}};
   const size_t n = ds.ranks.size();
   f.slots.resize(n), f.aggregates.resize(n), f.aggregate_vars.resize(n);
   f.host_critical.resize(n);
+  f.startup.resize(n);
   ParallelFor(n, ds.threads, [&](size_t i, size_t) {
     const RankData& r = ds.ranks[i];
+    f.startup[i] = r.StartupBegin();
     std::vector<const Slot*>& slots = f.slots[i];
     std::vector<std::array<double, 6>>& aggs = f.aggregates[i];
     std::vector<std::array<double, 6>>& vars = f.aggregate_vars[i];

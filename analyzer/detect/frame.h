@@ -75,6 +75,11 @@ struct Frame {
   std::vector<std::vector<double>> host_critical;
   // Per catalog function: the training loop itself (LoopFrames), never a candidate.
   std::vector<bool> loop;
+  // [rank index]: where its start-up slot begins (RankData::StartupBegin).
+  std::vector<uint64_t> startup;
+
+  // Whether rank index m's slot s is past its start-up: what a what-if is a saving of.
+  bool Steady(size_t m, const Slot& s) const { return s.iter_begin != startup[m]; }
 };
 
 // Python frames that enclose iteration boundaries: a script's module body, `main`, the function

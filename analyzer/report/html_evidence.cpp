@@ -182,7 +182,10 @@ std::string WhatIfSentence(const Candidate& c) {
   return "<b>Without it the job would be about " +
          FormatNumber("%.0f%% faster", w.value("faster_pct", 0.0)) + "</b>: a step of " +
          FormatSeconds(w.value("step_without_s", 0.0)) + " instead of " +
-         FormatSeconds(w.value("step_s", 0.0)) + ". ";
+         FormatSeconds(w.value("step_s", 0.0)) + ". " +
+         (w.value("bounded_by", std::string()) == "node_cpus"
+              ? "Its node's CPUs allow no faster step: its ranks' work a step over its CPUs. "
+              : "");
 }
 
 void CallPath(const Json& e, std::ostream& out) {

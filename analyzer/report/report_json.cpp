@@ -52,6 +52,9 @@ Json IterationsJson(const Report& rep) {
           {"end", end},
           {"aligned_slots", rep.dataset->slot_keys.size()},
           {"median_s", rep.median_iteration_s},
+          {"steady", {{"mean_s", rep.steady.mean_step_s},
+                      {"first", rep.steady.begin},
+                      {"end", rep.steady.end}}},
           {"per_rank", per_rank}};
 }
 

@@ -155,6 +155,9 @@ void WritePathAndParts(const Json& e, std::ostream& out) {
   if (e.contains("what_if")) {
     line += (line.empty() ? "" : "; ") +
             FormatNumber("job ~%.0f%% faster without this", e["what_if"].value("faster_pct", 0.0));
+    if (e["what_if"].value("bounded_by", std::string()) == "node_cpus") {
+      line += " (its node's CPUs allow no faster step)";
+    }
   }
   if (!line.empty()) out << "      " << line << "\n";
   if (e.contains("waits_in")) {

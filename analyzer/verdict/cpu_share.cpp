@@ -43,7 +43,76 @@ bool NodeCpuOf(const Dataset& ds, const std::string& host, NodeCpu* out) {
   return true;
 }
 
+// Cores' worth of CPU a rank's process used (host.process_cpu_ns: every thread, gloo's and the
+// intra-op pools' too), -1 where not recorded (before 2026-11-29).
+double ProcessCores(const RankData& r) {
+  for (const SignalTotal& s : r.signals) {
+    if (s.name == "host.process_cpu_ns" && s.window_ns > 0) return s.sum / s.window_ns;
+  }
+  return -1;
+}
+
+// A rank's CPU time a step after start-up, seconds: its process's (else its training loop's and
+// side threads' over the windows with the scheduler's account), and its loader workers' cores
+// over the step. -1: not recorded.
+double CpuPerStep(const RankData& r, double worker_cores, double step_s) {
+  const double workers_s = std::max(0.0, worker_cores) * step_s;
+  if (const double cores = ProcessCores(r); cores >= 0) return cores * step_s + workers_s;
+  const uint64_t startup = r.StartupBegin();
+  double cpu_ns = 0, iterations = 0;
+  for (const Slot& s : r.slots) {
+    if (s.iterations <= 0 || s.iter_begin == startup || !s.SchedCovered()) continue;
+    cpu_ns += s.thread_cpu_ns;
+    for (const auto& [fn, ns] : s.side_cpu_ns) cpu_ns += ns;
+    iterations += s.iterations;
+  }
+  if (iterations <= 0) return -1;
+  return cpu_ns * 1e-9 / iterations + workers_s;
+}
+
 }  // namespace
+
+std::vector<CpuBound> CpuBounds(const Frame& f, const std::map<int, double>& worker_cores,
+                                double step_s, const std::vector<Candidate>& cands) {
+  std::vector<CpuBound> floors(cands.size());
+  const std::vector<RankData>& ranks = f.ds->ranks;
+  std::vector<double> need(ranks.size());
+  for (size_t m = 0; m < ranks.size(); ++m) {
+    const auto it = worker_cores.find(ranks[m].rank());
+    need[m] = CpuPerStep(ranks[m], it == worker_cores.end() ? 0 : it->second, step_s);
+    if (need[m] < 0) return floors;  // a rank without the account: no node's total is known
+  }
+  std::map<std::string, NodeCpu> nodes;
+  for (const RankData& r : ranks) {
+    NodeCpu node;
+    if (!nodes.count(r.identity.hostname) && !NodeCpuOf(*f.ds, r.identity.hostname, &node)) {
+      return floors;
+    }
+    nodes.emplace(r.identity.hostname, node);
+  }
+  for (size_t i = 0; i < cands.size(); ++i) {
+    const std::vector<int>& on = cands[i].rank_set;
+    std::vector<double> others;
+    for (size_t m = 0; m < ranks.size(); ++m) {
+      if (std::find(on.begin(), on.end(), ranks[m].rank()) == on.end()) others.push_back(need[m]);
+    }
+    if (on.empty() || others.empty()) continue;
+    const double stand_in = Median(others);
+    std::map<std::string, CpuBound> total;
+    for (size_t m = 0; m < ranks.size(); ++m) {
+      const bool candidate = std::find(on.begin(), on.end(), ranks[m].rank()) != on.end();
+      CpuBound& node = total[ranks[m].identity.hostname];
+      node.with_s += need[m];
+      node.without_s += candidate ? stand_in : need[m];
+    }
+    for (const auto& [host, cpu_s] : total) {
+      if (cpu_s.without_s / nodes[host].cpus > floors[i].without_s) {
+        floors[i] = {cpu_s.with_s / nodes[host].cpus, cpu_s.without_s / nodes[host].cpus};
+      }
+    }
+  }
+  return floors;
+}
 
 int32_t Heaviest(const std::map<int32_t, double>& by_function) {
   int32_t top = -1;

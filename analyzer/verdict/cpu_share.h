@@ -43,6 +43,20 @@ struct CpuExcess {
 std::vector<CpuExcess> JudgeCores(const Frame& f, const std::map<int, double>& cores,
                                   double iteration_s);
 
+// What the CPUs of a candidate's node ask of a step, seconds: its ranks' CPU time a step (their
+// training loops', side threads' and loader workers', `worker_cores` by rank over `step_s`)
+// over the node's CPUs, as recorded (`with_s`) and with the candidate's ranks counted at the
+// other ranks' median, as if the fault were gone (`without_s`): the node steps no faster than
+// that. Where the loops waited for CPUs, a rank that slept or read gave its cores to its peers,
+// who ran faster meanwhile, and removing the fault takes them back. Over several nodes, the one
+// that asks most without it. 0: not known; a candidate on every rank has no rank to stand in
+// for it.
+struct CpuBound {
+  double with_s = 0, without_s = 0;
+};
+std::vector<CpuBound> CpuBounds(const Frame& f, const std::map<int, double>& worker_cores,
+                                double step_s, const std::vector<Candidate>& cands);
+
 // The function (catalog index) holding the most of a rank's other work, -1 when none does.
 int32_t Heaviest(const std::map<int32_t, double>& by_function);
 

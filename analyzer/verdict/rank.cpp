@@ -140,6 +140,9 @@ Candidate ToCandidate(const Frame& f, const Finding& x) {
     c.category = enclosing;
   }
   c.impact_s_per_iter = std::max(0.0, x.excess_ns) * 1e-9;
+  if (x.steady_lost_ns >= 0 && x.excess_ns > 0) {
+    c.steady_iterations = std::max(0.0, x.steady_lost_ns) / x.excess_ns;
+  }
   c.score = Score(x.excess_ns, x.iteration_ns, x.windows_seen, x.windows_total);
   c.source = x.source;
   c.catalog_function = x.function;
@@ -396,6 +399,13 @@ void MergeRanksInTime(const Candidate& c, Candidate* into) {
   if (shorter == 0 || 4 * Overlap(e["iterations"], theirs) > shorter) return;
   into->score += c.score;
   e["windows_seen"] = e.value("windows_seen", 0) + c.evidence.value("windows_seen", 0);
+  // Its turn's cost, in iterations' worth of the verdict's impact.
+  if (into->steady_iterations >= 0 && c.steady_iterations >= 0 && into->impact_s_per_iter > 0) {
+    into->steady_iterations +=
+        c.steady_iterations * c.impact_s_per_iter / into->impact_s_per_iter;
+  } else {
+    into->steady_iterations = -1;
+  }
   Json all = e["iterations"];
   for (const Json& x : theirs) all.push_back(x);
   std::sort(all.begin(), all.end());

@@ -47,6 +47,7 @@ struct Report {
   // Every rank's step is the slowest's; the time outside the collectives differs.
   std::vector<std::vector<double>> own_step_s;
   double median_iteration_s = 0;
+  SteadyRun steady;  // what a what-if is a saving of
   std::vector<Candidate> candidates;  // best first, above the score threshold
   std::vector<Hang> hangs;
   HeatMap heat;

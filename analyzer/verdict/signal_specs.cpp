@@ -75,6 +75,9 @@ constexpr std::array kSpecs = {
     // Per process, so compared by rank: a rank whose own threads are preempted.
     Sp("host.involuntary_switches", "involuntary context switches", U::kPerSecond, +1, 50, 2,
        S::kHost),
+    // Not judged: ranks' roles use different CPU. What the node's CPUs allow (CpuBounds).
+    Sp("host.process_cpu_ns", "the process's CPU time, share of time", U::kStallShare, 0, 0, 0,
+       S::kHost),
 };
 
 // printf's number with thousands separated: "1,523".

@@ -18,6 +18,7 @@
 #include "analyzer/detect/hangs.h"
 #include "analyzer/ingest/model.h"
 #include "analyzer/verdict/candidate.h"
+#include "analyzer/verdict/cpu_share.h"
 #include "analyzer/verdict/threads.h"
 #include "analyzer/verdict/workers.h"
 
@@ -65,9 +66,13 @@ void AttachBeta(const Frame& f, std::vector<Candidate>* cands);
 void AttachRunQueue(const Frame& f, std::vector<Candidate>* cands);
 void ChargeCriticalPath(const Frame& f, std::vector<Candidate>* cands);
 
-// "Job ~N% faster without this": each candidate's time lost per iteration taken off the step,
-// as evidence what_if (what_if.cpp).
-void AttachWhatIf(double iteration_s, std::vector<Candidate>* cands);
+// "Job ~N% faster without this": each candidate's time lost per iteration, over the share of
+// the steady run it was seen in, taken off the run's mean step, as evidence what_if
+// (what_if.cpp).
+// `cpu`: by candidate, what its node's CPUs ask of a step with and without it (CpuBounds;
+// empty or 0: not known).
+void AttachWhatIf(const SteadyRun& run, const std::vector<CpuBound>& cpu,
+                  std::vector<Candidate>* cands);
 
 // The helper processes of a data-loader verdict's ranks, with the functions they spent most on
 // beyond the peers' helpers, as the candidate's evidence "helpers" (helpers.cpp).

@@ -10,9 +10,7 @@ namespace {
 
 // A straggler sets the pace of every rank it synchronizes with, and a cost every rank shares is
 // paid on each: either way, removing the time it costs a step shortens the job's step by about
-// that much. (Overlap with other work makes this an upper bound.) The impact is per iteration of
-// the windows it was seen in: one seen in half of them (a periodic checkpoint, a fault that
-// began halfway) costs the run half as much.
+// that much. (Overlap with other work makes this an upper bound.)
 //
 // A rank the others were measured to wait for (arrival order at visible collectives, or the
 // frame that holds an invisible one) saves the job what they waited, where that is less than
@@ -31,30 +29,81 @@ double PeersWaited(const Candidate& c) {
              : 0;
 }
 
+// The share of the steady run's iterations the candidate's impact (per iteration of the windows
+// it was seen in) applies to: one seen in half of them, a fault that began halfway, costs the
+// run half as much. Best from its excess in every slot after start-up, flagged or not, weighed
+// by their iterations (a mean over the flagged slots counts start-up's as one of them, and a
+// window its noise hid as nothing: the benchmark's sim_tp gc pauses, 0.41 s a step by that
+// mean, cost 0.20); else from the iterations of the windows it was flagged in (a start-up
+// window of 10 iterations and four of 60 are not five equal parts: sim_dp's slow GPU, seen in
+// every window after start-up, was charged four fifths); else from its windows.
+double Persistence(const Candidate& c, const SteadyRun& run) {
+  if (run.end > run.begin && c.steady_iterations >= 0) {
+    return c.steady_iterations / static_cast<double>(run.end - run.begin);
+  }
+  const Json& e = c.evidence;
+  if (run.end > run.begin && e.contains("iterations")) {
+    uint64_t seen = 0;
+    for (const Json& x : e["iterations"]) {
+      if (!x.is_array() || x.size() != 2) continue;
+      const uint64_t lo = std::max(x[0].get<uint64_t>(), run.begin);
+      const uint64_t hi = std::min(x[1].get<uint64_t>(), run.end);
+      if (hi > lo) seen += hi - lo;
+    }
+    // Seen only in start-up: its whole cost is the windows it was seen in, as below.
+    if (seen > 0) {
+      return std::min(1.0, static_cast<double>(seen) / static_cast<double>(run.end - run.begin));
+    }
+  }
+  const int seen = e.value("windows_seen", 0);
+  const int total = e.value("windows_total", 0);
+  return seen > 0 && total >= seen ? static_cast<double>(seen) / static_cast<double>(total) : 1.0;
+}
+
 }  // namespace
 
-void AttachWhatIf(double iteration_s, std::vector<Candidate>* cands) {
-  for (Candidate& c : *cands) {
+void AttachWhatIf(const SteadyRun& run, const std::vector<CpuBound>& cpu,
+                  std::vector<Candidate>* cands) {
+  for (size_t i = 0; i < cands->size(); ++i) {
+    Candidate& c = (*cands)[i];
     if (c.category == "hang" || c.impact_s_per_iter <= 0) continue;
-    // The step where the candidate was seen (its windows), else the job's.
-    const double step = c.evidence.value("iteration_s", 0.0) > 0
-                            ? c.evidence.value("iteration_s", 0.0)
-                            : iteration_s;
+    // The run's mean step: what the job's wall time is made of. A periodic fault's windows are
+    // slower than the run (their own step would overstate the share), and the median leaves the
+    // periodic cost out. The candidate's own windows' step where the run's is not known.
+    const double step =
+        run.mean_step_s > 0 ? run.mean_step_s : c.evidence.value("iteration_s", 0.0);
     if (step <= 0) continue;
-    const int seen = c.evidence.value("windows_seen", 0);
-    const int total = c.evidence.value("windows_total", 0);
-    const double persistence =
-        seen > 0 && total >= seen ? static_cast<double>(seen) / static_cast<double>(total) : 1.0;
     // Another rank's wait bounds what one rank's delay costs the job; CPUs that work beside the
-    // loops took from the node slowed every rank's loop, the peers' too.
+    // loops took from the node slowed every rank's loop, the peers' too. A CPU share is the
+    // whole run's (cores over every window), whatever windows the consumer was seen waiting in.
     const std::string by = c.evidence.value("decided_by", std::string());
-    const double waited = by == "workers_cpu" || by == "threads_cpu" ? 0 : PeersWaited(c);
-    const double saved = waited > 0 ? std::min(c.impact_s_per_iter, waited) : c.impact_s_per_iter;
-    const double without = std::max(0.0, step - saved * persistence);
+    const bool cpus_taken = by == "workers_cpu" || by == "threads_cpu";
+    const double waited = cpus_taken ? 0 : PeersWaited(c);
+    double saved = waited > 0 ? std::min(c.impact_s_per_iter, waited) : c.impact_s_per_iter;
+    const CpuBound node = i < cpu.size() ? cpu[i] : CpuBound{};
+    if (cpus_taken && node.without_s > 0 && node.with_s > node.without_s) {
+      // Where the loops waited for CPUs the step is the node's CPU work over its CPUs, in the
+      // proportion the run measured: the work taken away shortens it by its share of the
+      // node's, by no more than the loops waited. The cores held over all the CPUs undercount
+      // it (the benchmark's torch_model GIL thread: 0.31 of 2 cores, 15%, where its job ran
+      // 23% slower than its twin; its share of the node's work 18%).
+      const Json& held = c.evidence.contains("threads") ? c.evidence["threads"]
+                                                        : c.evidence.value("workers", Json());
+      const double waited_s = held.is_object() ? held.value("loops_run_queue_s_per_iter", 0.0) : 0;
+      saved = std::max(saved, std::min(waited_s, step * (1 - node.without_s / node.with_s)));
+    }
+    double without = std::max(0.0, step - saved * (cpus_taken ? 1.0 : Persistence(c, run)));
+    // The node's CPUs bound it where they were the step's limit. A floor at or above the step
+    // is no floor: the loops' CPU time then holds their waiting (a spinning sync).
+    const double floor = node.without_s;
+    const bool cpu_bound = floor > without && floor < step;
+    if (cpu_bound) without = floor;
     c.evidence["what_if"] = {{"step_s", step},
                              {"step_without_s", without},
                              {"faster_pct", 100.0 * (step - without) / step}};
-    if (waited > 0 && waited < c.impact_s_per_iter) {
+    if (cpu_bound) {
+      c.evidence["what_if"]["bounded_by"] = "node_cpus";
+    } else if (waited > 0 && waited < c.impact_s_per_iter) {
       c.evidence["what_if"]["bounded_by"] = "peers_wait";
     }
   }

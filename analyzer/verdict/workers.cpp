@@ -167,15 +167,17 @@ void Add(const Frame& f, const CpuExcess& e, int32_t top, double iteration_s, Js
 
 }  // namespace
 
-void AddWorkerCandidates(const Frame& f, const std::map<int, WorkerLoad>& loads,
-                         double iteration_s, std::vector<Candidate>* cands) {
-  // Cores' worth of CPU each rank's workers used: the share of a worker's time on a CPU, times
-  // the workers.
+std::map<int, double> WorkerCores(const std::map<int, WorkerLoad>& loads) {
   std::map<int, double> cores;
   for (const auto& [rank, load] : loads) {
     if (load.Cpu() >= 0) cores[rank] = load.Cpu() * load.workers;
   }
-  for (const CpuExcess& e : JudgeCores(f, cores, iteration_s)) {
+  return cores;
+}
+
+void AddWorkerCandidates(const Frame& f, const std::map<int, WorkerLoad>& loads,
+                         double iteration_s, std::vector<Candidate>* cands) {
+  for (const CpuExcess& e : JudgeCores(f, WorkerCores(loads), iteration_s)) {
     const int32_t top = e.ranks.size() == 1 ? loads.at(e.ranks.front()).Top()
                                             : AgreedTop(loads, e.ranks);
     if (top < 0 || e.lost_s <= 0) continue;

@@ -29,6 +29,10 @@ struct WorkerLoad {
 // By rank: the helpers of each rank that ran the user's code.
 std::map<int, WorkerLoad> WorkerLoads(const Dataset& ds);
 
+// By rank: cores' worth of CPU its workers used (the share of a worker's time on a CPU, times
+// the workers), where their windows carried the scheduler's account.
+std::map<int, double> WorkerCores(const std::map<int, WorkerLoad>& loads);
+
 // The outermost frame of the user's code a library called that holds `fn` (itself, or an
 // ancestor), -1 when none does.
 int32_t WorkEntryOf(const Catalog& catalog, int32_t fn);

@@ -20,7 +20,8 @@ class Truth:
     category: str = ""  # regex the whole category must match; "" with none: no claim is right
     ranks: list = field(default_factory=list)
     function: str = ""  # regex the function must match ("" : any)
-    none_ok: bool = False  # a masked dose: no claim is right too
+    none_ok: bool = False  # a masked dose, or a fault no peer can show: no claim is right too
+    diff_names: bool = False  # `diff` against the twin must name the function, not only fail
 
 
 @dataclass
@@ -93,7 +94,9 @@ def _truth(fault, position_rank, link, ranks, dose):
         rank_set = sorted(link)
     else:
         rank_set = [position_rank]
-    return Truth(t["category"], rank_set, t["function"], none_ok=dose == "masked")
+    return Truth(t["category"], rank_set, t["function"],
+                 none_ok=dose == "masked" or t.get("none_ok", False),
+                 diff_names=t.get("diff_names", False))
 
 
 def _base(m, shape_name, rate):
@@ -142,7 +145,7 @@ def fault_cells(m, shape_name, rate, fault_name):
             values = {"ranks": "*" if all_ranks and shape["job"] == "sim_train" else
                       "all" if all_ranks else rank,
                       "size": size, "link": "-".join(map(str, link))}
-            for seed in m["seeds"]:
+            for seed in inject.get("seeds", m["seeds"]):
                 args, extra = _job_args(m, shape, r, base_args, seed)
                 args = args + [_fill(a, values) for a in inject.get("args", [])]
                 env = dict(base_env)

@@ -56,6 +56,7 @@ class HostSampler {
   SignalId periods_ = kNoSignal, throttled_ = kNoSignal, throttled_ns_ = kNoSignal;
   SignalId pressure_ids_[3] = {kNoSignal, kNoSignal, kNoSignal};
   SignalId switches_ = kNoSignal;
+  SignalId process_cpu_ = kNoSignal;
   SignalId cpus_ = kNoSignal;
   CpuTimes last_cpu_;
   bool has_last_cpu_ = false;

@@ -59,7 +59,7 @@ TEST_CASE("a periodic cost is measured in the windows it ran, and costs the run 
           "[analyzer][depth]") {
   // Rank 0 checkpoints in every other window (and nobody else ever does): the verdict's parts,
   // its beta and its inclusive time are those of the windows with a checkpoint, like the
-  // differential's value; the what-if spreads it over the run.
+  // differential's value; the what-if spreads it over the run after start-up.
   JobSpec spec;
   spec.windows = 6;
   spec.shape = SmallShape();
@@ -76,9 +76,13 @@ TEST_CASE("a periodic cost is measured in the windows it ran, and costs the run 
   CHECK(e["inclusive_value"].get<double>() > 0.0105);
   REQUIRE(e["largest_parts"].size() >= 1);
   CHECK(e["largest_parts"][0]["excess_s_per_iter"].get<double>() > 0.0105);
+  // Windows 1, 3 and 5 of 8 iterations each, of the 40 after start-up (window 0).
+  const Json& steady = j["iterations"]["steady"];
+  CHECK(steady["first"] == 8);
+  CHECK(steady["end"] == 48);
   const double step = e["what_if"]["step_s"].get<double>();
   CHECK(step - e["what_if"]["step_without_s"].get<double>() ==
-        Approx(top["impact_s_per_iter"].get<double>() / 2).epsilon(0.01));
+        Approx(top["impact_s_per_iter"].get<double>() * 24 / 40).epsilon(0.01));
 }
 
 namespace {

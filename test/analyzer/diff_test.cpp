@@ -209,4 +209,41 @@ TEST_CASE("diff: a whole job slower alike is the job's change, no function's",
   CHECK(two.code == 0);
 }
 
+namespace {
+
+// Every rank's `name` (a user's function, called once a step) takes `ms` of its own a step.
+JobSpec WithFunction(uint64_t seed, const char* name, double ms) {
+  JobSpec spec = Clean(seed);
+  spec.edit = [name, ms](int, format::Window* w) {
+    const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
+    const auto ns = static_cast<uint64_t>(ms * 1e6) * n;
+    AddCallFrame(w, name, -1, n, ns, ns);
+    REQUIRE(format::FillFunctionIds(&w->functions));
+  };
+  return spec;
+}
+
+}  // namespace
+
+TEST_CASE("diff: a function slower after lines were added above it is the same function",
+          "[analyzer][diff]") {
+  // The change that slows a function moves its line: the runs know it by file and name.
+  const std::string dir = MakeTempDir();
+  WriteJob(dir + "/base", WithFunction(1, "/home/user/model.py:118:MLP.forward", 20));
+  WriteJob(dir + "/same", WithFunction(2, "/home/user/model.py:122:MLP.forward", 20));
+  WriteJob(dir + "/slower", WithFunction(3, "/home/user/model.py:122:MLP.forward", 30));
+  const CliResult same = Cli({"diff", dir + "/base", dir + "/same", "--json", "-"});
+  const CliResult slower = Cli({"diff", dir + "/base", dir + "/slower", "--json", "-"});
+  RemoveTree(dir);
+  INFO(same.json.dump(2).substr(0, 2000));
+  CHECK(same.code == 0);
+  INFO(slower.json.dump(2).substr(0, 3000));
+  CHECK(slower.code == 1);
+  bool named = false;
+  for (const Json& r : slower.json["regressions"]) {
+    named = named || r["name"].get<std::string>().find("MLP.forward") != std::string::npos;
+  }
+  CHECK(named);
+}
+
 }  // namespace perftracker::testing

@@ -82,6 +82,10 @@ TEST_CASE("a rank whose side thread keeps a CPU busy is named by the thread's fu
   const double step = (*c)["evidence"]["iteration_s"].get<double>();
   CHECK((*c)["impact_s_per_iter"].get<double>() == Approx(0.3 * step).epsilon(0.05));
   CHECK((*c)["evidence"]["threads"]["function_share"].get<double>() == Approx(1.0));
+  // Its node's four loops need 0.3 of a step each on a CPU and the thread 0.6: 1.8 steps of
+  // CPU over 2 CPUs, 1.2 without it. In that proportion the step shrinks by a third, more than
+  // the 30% its cores' share of the CPUs says.
+  CHECK((*c)["evidence"]["what_if"]["faster_pct"].get<double>() == Approx(100.0 / 3).epsilon(0.05));
   // The text report says what the cores were and what the loops waited.
   const std::string dir = MakeTempDir();
   WriteJob(dir, ThreadsJob(k));

@@ -120,10 +120,11 @@ SCENARIOS = [
              8, DP, {"SIM_TRAIN_SLOW_LOADER": "*=60"},
              Expect("dataloader", ALL8, r"DataLoader|slow_loader|data",
                     source="expected_range")),
-    Scenario("host_sync_all", "a loss.item() host sync every step on every rank", "sim_train", 8,
-             DP, {"SIM_TRAIN_HOST_SYNC_EVERY_STEP": "1"},
-             Expect("software_all_ranks", ALL8, r"item|sync|Synchronize",
-                    source="expected_range"), ci=True),
+    # A sync waits for the device; it costs only the idle device it leaves while the host
+    # prepares the next work. Here the host has none to speak of: the job ran 83.9 ms a step
+    # against clean_8's 82.5 (1.7%), so no claim, though every rank waits 98% of the step in it.
+    Scenario("host_sync_all", "a loss.item() host sync every step on every rank, hidden",
+             "sim_train", 8, DP, {"SIM_TRAIN_HOST_SYNC_EVERY_STEP": "1"}, ci=True),
     # Host-bound on every rank: ranks agree, so only the expected range of the critical path
     # (beta of a Python function <= 1%) can see it; the GPU idles while the routine runs.
     Scenario("py_routine_all", "a 60 ms pure-Python routine after every step on every rank",
@@ -169,11 +170,14 @@ SCENARIOS = [
              "sim_train", 8, DP, {"SIMGPU_NVLINK_GBPS": "30"},
              Expect("communication_fabric", ALL8, r"AllReduce.*bus bandwidth",
                     source="bus_bandwidth"), analyze_args=LINKS),
-    # Legitimately unequal roles: rank 0 spends 3 ms more Python a step (its logging) while its
-    # device still has the step's work queued. Rank 0's host deviates, but none of it reaches its
-    # critical path: the job is no slower, so nothing is a candidate.
-    Scenario("roles_clean", "clean, rank 0 logs more (3 ms of Python a step, hidden behind the "
-             "device)", "sim_train", 8, DP, {"SIM_TRAIN_PY_ROUTINE": "0=3"}, None),
+    # Legitimately unequal roles: rank 0 spends 1.5 ms more Python a step (its logging) while
+    # its device still has the step's work queued. Rank 0's host deviates, but none of it
+    # reaches its critical path: the job is no slower, so nothing is a candidate. (With 3 ms,
+    # 8 ranks on this machine's 2 CPUs: 1 run in 3 had rank 0 descheduled more than its peers in
+    # most windows, its device idle meanwhile and its peers waiting 3 ms a step for it at the
+    # collectives, 3.7% of the step: its host's CPUs, truly, and no role's cost.)
+    Scenario("roles_clean", "clean, rank 0 logs more (1.5 ms of Python a step, hidden behind "
+             "the device)", "sim_train", 8, DP, {"SIM_TRAIN_PY_ROUTINE": "0=1.5"}, None),
     # Clean, but rank 3's GPU runs 33 °C warmer than its peers and keeps pace: a warning for
     # the operator, never a candidate.
     Scenario("clean_warm_gpu", "clean, rank 3's GPU at 88 °C (peers 55 °C), not slower",

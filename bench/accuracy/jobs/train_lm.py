@@ -110,13 +110,24 @@ class Attention(torch.nn.Module):
 
 
 class MLP(torch.nn.Module):
+    # Its time x this on every rank (--fault fn_slow): a regression of one function, which
+    # `perftracker diff` must find against a clean run and no rank's peers can show.
+    slowdown = 1.0
+
     def __init__(self, dim):
         super().__init__()
         self.up = torch.nn.Linear(dim, 4 * dim, bias=False)
         self.down = torch.nn.Linear(4 * dim, dim, bias=False)
 
     def forward(self, x):
-        return self.down(F.gelu(self.up(x)))
+        t0 = time.perf_counter()
+        y = self.down(F.gelu(self.up(x)))
+        if MLP.slowdown > 1:
+            # In this frame's own time, as a slower line of the function's would be.
+            end = time.perf_counter() + (time.perf_counter() - t0) * (MLP.slowdown - 1)
+            while time.perf_counter() < end:
+                pass
+        return y
 
 
 class SlowGrad(torch.autograd.Function):
@@ -287,6 +298,7 @@ class Faults:
         self.backward_s = size / 1000 if kind == "slow_backward" else 0.0
         self.log_lines = int(size) if kind == "logging" else 0
         self.checkpoint_mb = int(size) if kind == "checkpoint" else 0
+        MLP.slowdown = size if kind == "fn_slow" else 1.0
         self.every = args.fault_every
         self.heap = [{"i": i, "pad": [i]} for i in range(int(size * 1000))] \
             if kind == "gc_pauses" else None

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <map>
 
 #include "test/preload/hw/fake_tree.h"
@@ -93,6 +94,10 @@ TEST_CASE("the host sampler over a fake tree: percentages and counter increases"
   CHECK(w["host.load1"].sum == 3.5);
   CHECK(w["host.runnable"].sum == 5);
 
+  // 20 ms on a CPU, which the process's CPU time counts.
+  for (const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+       std::chrono::steady_clock::now() < until;) {
+  }
   // 1,000 more ticks: 100 of them stolen, 50 waiting for I/O; a throttled period of 200 us.
   t.Write("proc/stat", "cpu  500 0 300 950 100 0 0 150 0 0\n");
   t.Write("sys/fs/cgroup/job.slice/rank0/cpu.stat",
@@ -109,6 +114,9 @@ TEST_CASE("the host sampler over a fake tree: percentages and counter increases"
   CHECK(w["host.cpu_pressure_ns"].sum == 0);
   CHECK(w["host.cpu_pressure_ns"].samples == 1);
   CHECK(w.count("host.involuntary_switches") == 1);
+  // The process's CPU time between the samples: this thread spun for 20 ms of it at least.
+  REQUIRE(w.count("host.process_cpu_ns") == 1);
+  CHECK(w["host.process_cpu_ns"].sum >= 15e6);
   // The process's own affinity: at least one CPU, at most what the machine has.
   REQUIRE(w.count("host.cpus") == 1);
   CHECK(w["host.cpus"].sum >= 1);
@@ -130,6 +138,7 @@ TEST_CASE("the host sampler with nothing to read samples nothing and does not fa
   host.Sample(set);
   auto w = TakeSignals(set);
   w.erase("host.involuntary_switches");  // getrusage and the affinity are the process's own
+  w.erase("host.process_cpu_ns");
   w.erase("host.cpus");
   CHECK(w.empty());
 }
