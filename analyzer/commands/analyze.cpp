@@ -44,11 +44,8 @@ bool ParseLinkGbps(const std::string& v, AnalyzeOptions* o) {
 // iteration, start-up's slot left out (RankData::StartupBegin). A median over slots, not a mean
 // over iterations: one checkpoint or evaluation window does not move it either.
 double SteadyIteration(const RankData& r) {
-  const uint64_t startup = r.StartupBegin();
   std::vector<double> means;
-  for (const Slot& s : r.slots) {
-    if (s.iterations > 0 && s.iter_begin != startup) means.push_back(s.MeanIterationNs());
-  }
+  for (const Slot* s : r.SteadySlots()) means.push_back(s->MeanIterationNs());
   return Median(means);
 }
 
@@ -59,13 +56,11 @@ namespace {
 SteadyRun Steady(const Dataset& ds) {
   std::vector<double> means, begins, ends;
   for (const RankData& r : ds.ranks) {
-    const uint64_t startup = r.StartupBegin();
     double ns = 0, n = 0;
     uint64_t begin = UINT64_MAX, end = 0;
-    for (const Slot& s : r.slots) {
-      if (s.iterations <= 0 || s.iter_begin == startup) continue;
-      ns += s.iteration_ns, n += s.iterations;
-      begin = std::min(begin, s.iter_begin), end = std::max(end, s.iter_end);
+    for (const Slot* s : r.SteadySlots()) {
+      ns += s->iteration_ns, n += s->iterations;
+      begin = std::min(begin, s->iter_begin), end = std::max(end, s->iter_end);
     }
     if (n <= 0) continue;
     means.push_back(ns / n * 1e-9);

@@ -153,15 +153,9 @@ Profile MakeProfile(const Dataset& ds) {
   std::vector<double> steady;  // per rank, as analyze reports it: one definition of the step
   for (const RankData& r : ds.ranks) {
     // Start-up's slot (imports, compilation, first allocations) is no step of the job's.
-    const uint64_t startup = r.StartupBegin();
-    bool any = false;
-    for (const Slot& s : r.slots) {
-      if (s.iterations > 0 && s.iter_begin != startup) {
-        step.Add(s.key, s.MeanIterationNs());
-        any = true;
-      }
-    }
-    if (any) steady.push_back(SteadyIteration(r));
+    const std::vector<const Slot*> steady_slots = r.SteadySlots();
+    for (const Slot* s : steady_slots) step.Add(s->key, s->MeanIterationNs());
+    if (!steady_slots.empty()) steady.push_back(SteadyIteration(r));
     ProfileFunctions(ds, r, &p);
     ProfileCollectives(ds, r, &p);
   }

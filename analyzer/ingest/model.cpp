@@ -164,12 +164,18 @@ uint64_t RankData::StartupBegin() const {
   return with_iterations > 1 ? first : UINT64_MAX;
 }
 
-format::Histogram RankData::SteadyIterationHist() const {
+std::vector<const Slot*> RankData::SteadySlots() const {
   const uint64_t startup = StartupBegin();
-  format::Histogram steady;
+  std::vector<const Slot*> out;
   for (const Slot& s : slots) {
-    if (s.iterations > 0 && s.iter_begin != startup) steady.Merge(s.iteration_hist);
+    if (s.iterations > 0 && s.iter_begin != startup) out.push_back(&s);
   }
+  return out;
+}
+
+format::Histogram RankData::SteadyIterationHist() const {
+  format::Histogram steady;
+  for (const Slot* s : SteadySlots()) steady.Merge(s->iteration_hist);
   return steady.empty() ? iteration_hist : steady;
 }
 

@@ -170,6 +170,9 @@ struct RankData {
   // iterations: then it is all there is to measure. The one rule analyze, diff and the hang
   // detector share.
   uint64_t StartupBegin() const;
+  // Its slots after start-up that hold iterations: what its steady step, and every cost taken
+  // off it, is measured over.
+  std::vector<const Slot*> SteadySlots() const;
   // Its iteration-time histogram after start-up (the whole run's where its slots kept none: a
   // reduced file from before 2026-11-29, or only a start-up slot).
   format::Histogram SteadyIterationHist() const;

@@ -58,13 +58,12 @@ double ProcessCores(const RankData& r) {
 double CpuPerStep(const RankData& r, double worker_cores, double step_s) {
   const double workers_s = std::max(0.0, worker_cores) * step_s;
   if (const double cores = ProcessCores(r); cores >= 0) return cores * step_s + workers_s;
-  const uint64_t startup = r.StartupBegin();
   double cpu_ns = 0, iterations = 0;
-  for (const Slot& s : r.slots) {
-    if (s.iterations <= 0 || s.iter_begin == startup || !s.SchedCovered()) continue;
-    cpu_ns += s.thread_cpu_ns;
-    for (const auto& [fn, ns] : s.side_cpu_ns) cpu_ns += ns;
-    iterations += s.iterations;
+  for (const Slot* s : r.SteadySlots()) {
+    if (!s->SchedCovered()) continue;
+    cpu_ns += s->thread_cpu_ns;
+    for (const auto& [fn, ns] : s->side_cpu_ns) cpu_ns += ns;
+    iterations += s->iterations;
   }
   if (iterations <= 0) return -1;
   return cpu_ns * 1e-9 / iterations + workers_s;
@@ -84,11 +83,8 @@ std::vector<CpuBound> CpuBounds(const Frame& f, const std::map<int, double>& wor
   }
   std::map<std::string, NodeCpu> nodes;
   for (const RankData& r : ranks) {
-    NodeCpu node;
-    if (!nodes.count(r.identity.hostname) && !NodeCpuOf(*f.ds, r.identity.hostname, &node)) {
-      return floors;
-    }
-    nodes.emplace(r.identity.hostname, node);
+    const std::string& host = r.identity.hostname;
+    if (!nodes.count(host) && !NodeCpuOf(*f.ds, host, &nodes[host])) return floors;
   }
   for (size_t i = 0; i < cands.size(); ++i) {
     const std::vector<int>& on = cands[i].rank_set;

@@ -53,11 +53,11 @@ std::vector<bool> DrivesDevice(const Catalog& catalog) {
 // The loop's time neither on a CPU nor in the run queue, seconds per iteration: the median over
 // its steady slots with the scheduler's account (-1: none).
 double LoopOffCpu(const RankData& r) {
-  const uint64_t startup = r.StartupBegin();
   std::vector<double> v;
-  for (const Slot& s : r.slots) {
-    if (s.iterations <= 0 || s.iter_begin == startup || !s.SchedCovered()) continue;
-    v.push_back(std::max(0.0, s.iteration_ns - s.thread_cpu_ns - s.run_delay_ns) / s.iterations);
+  for (const Slot* s : r.SteadySlots()) {
+    if (!s->SchedCovered()) continue;
+    v.push_back(std::max(0.0, s->iteration_ns - s->thread_cpu_ns - s->run_delay_ns) /
+                s->iterations);
   }
   return v.empty() ? -1 : Median(v) * 1e-9;
 }
@@ -92,12 +92,10 @@ std::map<int, ThreadLoad> ThreadLoads(const Dataset& ds) {
   std::vector<bool> device;
   std::map<uint32_t, int32_t> named;  // a function -> the frame of the user's code it is in
   for (const RankData& r : ds.ranks) {
-    const uint64_t startup = r.StartupBegin();
     ThreadLoad load;
-    for (const Slot& s : r.slots) {
-      if (s.iterations <= 0 || s.iter_begin == startup) continue;
-      load.wall_ns += s.iteration_ns;
-      for (const auto& [fn, ns] : s.side_cpu_ns) {
+    for (const Slot* s : r.SteadySlots()) {
+      load.wall_ns += s->iteration_ns;
+      for (const auto& [fn, ns] : s->side_cpu_ns) {
         if (device.empty()) device = DrivesDevice(ds.catalog);
         if (fn >= device.size() || device[fn]) continue;
         auto it = named.find(fn);
