@@ -12,6 +12,7 @@
 #include "analyzer/base/progress.h"
 #include "analyzer/report/report.h"
 #include "analyzer/verdict/cpu_share.h"
+#include "analyzer/verdict/device_floor.h"
 #include "analyzer/verdict/verdict.h"
 #include "analyzer/base/stats.h"
 
@@ -193,7 +194,7 @@ Report Analyze(std::unique_ptr<Dataset> dataset, const Thresholds& thresholds) {
   AttachBeta(frame, &rep.candidates);
   AttachWhatIf(rep.steady,
                CpuBounds(frame, WorkerCores(loads), rep.steady.mean_step_s, rep.candidates),
-               &rep.candidates);
+               DeviceFloor(ds), &rep.candidates);
   rep.signal_warnings = AttachSignals(SignalDeviations(ds), &rep.candidates);
   rep.heat = BuildHeat(frame, rep.candidates);
   rep.links.cells = LinkRates(frame, &rep.links.net);

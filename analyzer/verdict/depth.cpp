@@ -65,10 +65,28 @@ Sides SidesOf(const Frame& f, const Candidate& c) {
   return s;
 }
 
+// The call path from the outermost recorded frame down to `fn`.
+Json CallPath(const Frame& f, int32_t fn) {
+  const auto& fns = f.ds->catalog.functions();
+  Json path = Json::array();
+  for (int32_t a = fn, depth = 0; a >= 0 && depth < kMaxDepth; ++depth) {
+    path.insert(path.begin(), fns[static_cast<size_t>(a)].name);
+    a = fns[static_cast<size_t>(a)].parent_id
+            ? f.ds->catalog.IndexOf(fns[static_cast<size_t>(a)].parent_id)
+            : -1;
+  }
+  return path;
+}
+
 void Lift(const Frame& f, Candidate* c) {
   const auto& fns = f.ds->catalog.functions();
   const int32_t leaf = c->catalog_function;
-  if (IsUserCode(fns[static_cast<size_t>(leaf)])) return;
+  if (IsUserCode(fns[static_cast<size_t>(leaf)])) {
+    // Named where its time is; the path says who called it (a helper of the user's, busy()
+    // or decode(), is called from several places).
+    if (fns[static_cast<size_t>(leaf)].parent_id != 0) c->evidence["call_path"] = CallPath(f, leaf);
+    return;
+  }
   const Sides sides = SidesOf(f, *c);
   if (sides.culprits.empty() || sides.peers.empty()) return;
   double value = 0, peer = 0;
@@ -96,14 +114,7 @@ void Lift(const Frame& f, Candidate* c) {
   const int32_t chosen = user != qualifying.end() ? *user : qualifying.back();
   const double chosen_excess = Excess(f, sides, chosen, &value, &peer);
 
-  // The call path from the outermost recorded frame down to the verdict's.
-  Json path = Json::array();
-  for (int32_t a = chosen, depth = 0; a >= 0 && depth < kMaxDepth; ++depth) {
-    path.insert(path.begin(), fns[static_cast<size_t>(a)].name);
-    a = fns[static_cast<size_t>(a)].parent_id
-            ? f.ds->catalog.IndexOf(fns[static_cast<size_t>(a)].parent_id)
-            : -1;
-  }
+  const Json path = CallPath(f, chosen);
   // Its largest deviating parts: the direct callees, by excess.
   std::vector<std::pair<double, int32_t>> parts;
   const uint64_t chosen_id = fns[static_cast<size_t>(chosen)].id;
@@ -202,16 +213,87 @@ void FoldCallees(const Frame& f, std::vector<Candidate>* cands) {
   *cands = std::move(kept);
 }
 
+void FoldSiblings(const Frame& f, std::vector<Candidate>* cands) {
+  const auto& fns = f.ds->catalog.functions();
+  std::vector<bool> gone(cands->size(), false), merged(cands->size(), false);
+  for (size_t i = 0; i < cands->size(); ++i) {
+    if (gone[i] || !OneFrame((*cands)[i])) continue;
+    std::vector<int32_t> above_i = Callers(f, (*cands)[i].catalog_function);
+    for (size_t j = i + 1; j < cands->size() && !gone[i]; ++j) {
+      const Candidate& a = (*cands)[i];
+      const Candidate& b = (*cands)[j];
+      if (gone[j] || !OneFrame(b) || a.group != b.group || a.rank_set != b.rank_set ||
+          a.source != Source::kDifferential || b.source != Source::kDifferential ||
+          !Liftable(fns[static_cast<size_t>(a.catalog_function)].kind) ||
+          !Liftable(fns[static_cast<size_t>(b.catalog_function)].kind)) {
+        continue;
+      }
+      // Their nearest common caller: a frame of the job's code, not the loop that holds every
+      // cause, and neither of them (a caller and its callee are FoldCallees').
+      int32_t common = -1;
+      const bool b_above = std::find(above_i.begin(), above_i.end(), b.catalog_function) !=
+                           above_i.end();
+      for (const int32_t c : b_above ? std::vector<int32_t>{} : Callers(f, b.catalog_function)) {
+        if (c == a.catalog_function) break;
+        if (std::find(above_i.begin(), above_i.end(), c) != above_i.end()) {
+          common = c;
+          break;
+        }
+      }
+      if (common < 0 || !Liftable(fns[static_cast<size_t>(common)].kind) ||
+          IsLoopFrame(f, common)) {
+        continue;
+      }
+      Candidate& keeper = a.score >= b.score ? (*cands)[i] : (*cands)[j];
+      const Candidate& part = a.score >= b.score ? b : a;
+      const Sides sides = SidesOf(f, keeper);
+      if (sides.culprits.empty() || sides.peers.empty()) continue;
+      double v = 0, p = 0;
+      const double parts_ns = std::max(0.0, Excess(f, sides, a.catalog_function, &v, &p)) +
+                              std::max(0.0, Excess(f, sides, b.catalog_function, &v, &p));
+      const double common_ns = Excess(f, sides, common, &v, &p);
+      if (parts_ns <= 0 || common_ns < kParentExplains * parts_ns) continue;
+      Json largest = Json::array();
+      for (const Candidate* c : {static_cast<const Candidate*>(&keeper), &part}) {
+        double cv = 0, cp = 0;
+        largest.push_back({{"function", c->function},
+                           {"excess_s_per_iter", Excess(f, sides, c->catalog_function, &cv, &cp) *
+                                                     1e-9}});
+      }
+      Fold(part, "sibling", &keeper);
+      keeper.evidence["flagged_frame"] = keeper.function;
+      keeper.evidence["largest_parts"] = largest;
+      keeper.evidence["inclusive_value"] = v * 1e-9;
+      keeper.evidence["inclusive_peer_median"] = p * 1e-9;
+      const double impact = std::max(keeper.impact_s_per_iter + part.impact_s_per_iter,
+                                     common_ns * 1e-9);
+      if (keeper.impact_s_per_iter > 0) keeper.score *= impact / keeper.impact_s_per_iter;
+      keeper.impact_s_per_iter = impact;
+      keeper.function = fns[static_cast<size_t>(common)].name;
+      keeper.kind = std::string(format::KindName(fns[static_cast<size_t>(common)].kind));
+      keeper.catalog_function = common;
+      merged[&keeper == &(*cands)[i] ? i : j] = true;
+      gone[&keeper == &(*cands)[i] ? j : i] = true;  // folded into j: later pairs meet it as j
+      above_i = Callers(f, common);
+    }
+  }
+  std::vector<Candidate> kept;
+  for (size_t i = 0; i < cands->size(); ++i) {
+    if (gone[i]) continue;
+    // The common frame may be a library's (a module's __call__): named at the user's depth.
+    if (merged[i]) Lift(f, &(*cands)[i]);
+    kept.push_back(std::move((*cands)[i]));
+  }
+  *cands = std::move(kept);
+}
+
 void LiftToUserDepth(const Frame& f, std::vector<Candidate>* cands) {
   for (Candidate& c : *cands) {
-    if (c.source != Source::kDifferential || c.aggregate != Aggregate::kNone ||
-        c.catalog_function < 0 || c.group < 0) {
+    if (c.aggregate != Aggregate::kNone || c.catalog_function < 0 ||
+        !Liftable(f.ds->catalog.functions()[static_cast<size_t>(c.catalog_function)].kind)) {
       continue;
     }
-    if (!Liftable(f.ds->catalog.functions()[static_cast<size_t>(c.catalog_function)].kind)) {
-      continue;
-    }
-    Lift(f, &c);
+    if (c.source == Source::kDifferential && c.group >= 0) Lift(f, &c);
   }
 }
 

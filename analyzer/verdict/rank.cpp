@@ -3,7 +3,6 @@
 // sum (or the sum over its many small parts), merge what different detectors or ranks say about
 // the same thing, and order by score = time lost per iteration / iteration x persistence.
 #include <algorithm>
-#include <cstdio>
 #include <map>
 #include <set>
 
@@ -485,6 +484,8 @@ std::vector<Candidate> RankCandidates(const Frame& f, const std::vector<Finding>
   MergeDuplicates(&cands);
   ChargeCriticalPath(f, &cands);
   FoldCallees(f, &cands);
+  FoldSiblings(f, &cands);
+  FoldCallees(f, &cands);  // the caller siblings folded into may hold, or be held by, another
   std::erase_if(cands, [&](const Candidate& c) {
     return c.score < f.th.min_score || !Material(c, f.th);
   });

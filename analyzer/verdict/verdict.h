@@ -49,6 +49,12 @@ void LiftToUserDepth(const Frame& f, std::vector<Candidate>* cands);
 // >= 80% of the caller's impact, else the caller), with the other in evidence.same_cost and the
 // higher score of the two (depth.cpp).
 void FoldCallees(const Frame& f, std::vector<Candidate>* cands);
+// One cost, one candidate: two frames' candidates on the same ranks whose nearest common caller
+// deviates >= 80% as much as the two together are parts of that caller's cost (a rank's longer
+// sequences slow its attention and its MLP alike). One candidate stays, at the caller (lifted
+// to the user's depth), charged the caller's excess, with the other in evidence.same_cost
+// (depth.cpp).
+void FoldSiblings(const Frame& f, std::vector<Candidate>* cands);
 // Whether dataset rank `rank_index` is one of the candidate's ranks (rank.cpp).
 bool OnCandidateRanks(const Frame& f, const Candidate& c, size_t rank_index);
 // Iterations in a list of spans ([[begin, end), ...], evidence.iterations) (rank.cpp).
@@ -70,8 +76,9 @@ void ChargeCriticalPath(const Frame& f, std::vector<Candidate>* cands);
 // the steady run it was seen in, taken off the run's mean step, as evidence what_if
 // (what_if.cpp).
 // `cpu`: by candidate, what its node's CPUs ask of a step with and without it (CpuBounds;
-// empty or 0: not known).
-void AttachWhatIf(const SteadyRun& run, const std::vector<CpuBound>& cpu,
+// empty or 0: not known). `device_floor_s`: what the busiest device works a step (DeviceFloor;
+// 0: no device), which no host cost's what-if goes below.
+void AttachWhatIf(const SteadyRun& run, const std::vector<CpuBound>& cpu, double device_floor_s,
                   std::vector<Candidate>* cands);
 
 // The helper processes of a data-loader verdict's ranks, with the functions they spent most on

@@ -9,7 +9,10 @@ Figures (scoreboard.json, "schema": 2):
                   fault (none, or the fault on some of its ranks, is right there). A cell whose
                   job ran no slower than its clean twin, beyond the shape's run-to-run noise
                   (MIN_DOSE at least), is masked whatever its dose says: the fault cost nothing
-                  to find (dose_took false; the sim shapes' host faults behind a device queue)
+                  to find (dose_took false; the sim shapes' host faults behind a device queue).
+                  A cell recorded beside other load that still ran no slower than its
+                  undisturbed twin is masked too (load only slows a job); one that ran slower
+                  is scored as its dose says
   margin          the true first candidate's score over the best other candidate's (all scores,
                   --min-score 0): the share at 2x or more, and quantiles
   what_if         the first (true) candidate's "job N% faster" against the clean twin's measured
@@ -36,6 +39,7 @@ import tempfile
 import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
 
 import live
 import matrix
@@ -99,7 +103,8 @@ DISTURBED = 0.1
 MIN_DOSE = 0.05
 
 
-def judge(cell, report, everything, twin_step, step, disturbed=False, noise=0.0):
+def judge(cell, report, everything, twin_step, step, disturbed=False, noise=0.0,
+          twin_disturbed=False):
     """One cell's outcome: a dict of what was right, what was said, and its figures."""
     truth = cell["truth"]
     cands = report["candidates"]
@@ -115,9 +120,13 @@ def judge(cell, report, everything, twin_step, step, disturbed=False, noise=0.0)
     r, cat, fn = parts(first, truth)
     right = r and cat and fn
     masked = truth["none_ok"]
-    if not masked and step and twin_step and not disturbed:
-        out["dose_took"] = (step - twin_step) / twin_step >= max(MIN_DOSE, noise)
-        masked = not out["dose_took"]
+    if not masked and step and twin_step:
+        took = (step - twin_step) / twin_step >= max(MIN_DOSE, noise)
+        # Other load only slows a job: one that ran no slower than an undisturbed twin took no
+        # dose however busy the machine was; one that ran slower may owe it to the load.
+        if not disturbed or (not took and not twin_disturbed):
+            out["dose_took"] = took
+            masked = not took
     out.update(kind="masked" if masked else "faulty", right=right, rank_ok=r,
                category_ok=cat, function_ok=fn,
                truth=f"{truth['category']} {truth['ranks']} /{truth['function']}/")
@@ -166,14 +175,17 @@ def score_cell(cell, tools, store, twins, noises):
         meta, rings = extract(store, cell.id, os.path.join(work, "cell"))
         step = mean_step(meta.get("step_times", {}))
         twin_step, twin_others = twins.get(cell.twin, (None, None))
-        disturbed = any(x is not None and x > DISTURBED
-                        for x in (meta.get("others_cpu_share"), twin_others))
-        out = judge(meta["cell"], *analyze(tools, rings), twin_step, step, disturbed,
-                    noises.get((cell.shape, cell.rate), 0.0))
+        twin_disturbed = twin_others is not None and twin_others > DISTURBED
+        disturbed = twin_disturbed or (meta.get("others_cpu_share") or 0) > DISTURBED
+        # The truth the matrix derives today (a fault's function pattern may have been
+        # corrected since the job ran: the job itself is the same, record.current says so).
+        judged = dict(meta["cell"], truth=asdict(cell.truth))
+        out = judge(judged, *analyze(tools, rings), twin_step, step, disturbed,
+                    noises.get((cell.shape, cell.rate), 0.0), twin_disturbed)
         # diff: a quiet fault against its twin is a planted slowdown to detect
         if cell.dose == "quiet" and os.path.exists(record.archive_path(store, cell.twin)):
             _, twin_rings = extract(store, cell.twin, os.path.join(work, "twin"))
-            truth = meta["cell"]["truth"]
+            truth = judged["truth"]
             if truth.get("diff_names"):
                 code, named = diff_exit(tools, twin_rings, rings, truth["function"])
                 out["diff_named"] = code == 1 and named

@@ -140,10 +140,18 @@ class JudgeTest(unittest.TestCase):
         # within the shape's run-to-run noise (7%), 6% slower is no dose either
         o = score.judge(self.cell(), report(), report(), twin_step=1.0, step=1.06, noise=0.07)
         self.assertEqual(o["kind"], "masked")
-        # 10% slower is; recorded beside other load, the label stands
+        # 10% slower is; recorded beside other load, a slower job may owe it to the load and
+        # the label stands
         o = score.judge(self.cell(), report(), report(), twin_step=1.0, step=1.10)
         self.assertEqual((o["kind"], o["dose_took"]), ("faulty", True))
+        o = score.judge(self.cell(), report(), report(), 1.0, 1.10, disturbed=True)
+        self.assertEqual(o["kind"], "faulty")
+        # but load only slows a job: no slower than an undisturbed twin, it took no dose
         o = score.judge(self.cell(), report(), report(), 1.0, 1.02, disturbed=True)
+        self.assertEqual((o["kind"], o["dose_took"]), ("masked", False))
+        # unless the twin was the disturbed one (its step then overstates the clean job's)
+        o = score.judge(self.cell(), report(), report(), 1.0, 1.02, disturbed=True,
+                        twin_disturbed=True)
         self.assertEqual(o["kind"], "faulty")
 
     def test_what_if_within_the_twins_noise(self):

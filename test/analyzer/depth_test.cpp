@@ -12,14 +12,19 @@
 namespace perftracker::testing {
 namespace {
 
+// AddCallFrame for a window's iterations: each frame called once an iteration.
+auto FrameAdder(format::Window* w, bool critical = false) {
+  const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
+  return [=](const char* name, int32_t parent, uint64_t self, uint64_t total) {
+    return AddCallFrame(w, name, parent, n, self, total, critical);
+  };
+}
+
 // Appends user -> library -> two library leaves; on `slow_rank` the leaves take ms a step.
 void AddCheckpoint(int rank, int slow_rank, format::Window* w) {
-  const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
   const bool slow = rank == slow_rank;
   const uint64_t leaf_a = slow ? 6'000'000 : 10'000, leaf_b = slow ? 5'000'000 : 10'000;
-  const auto add = [&](const char* name, int32_t parent, uint64_t self, uint64_t total) {
-    return AddCallFrame(w, name, parent, n, self, total);
-  };
+  const auto add = FrameAdder(w);
   const int32_t user =
       add("/home/user/train.py:50:save_checkpoint", -1, 20'000, 20'000 + 100'000 + leaf_a + leaf_b);
   const int32_t lib =
@@ -97,9 +102,7 @@ void AddJsonLogging(format::Window* w) {
   const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
   w->critical_path = true;
   w->device_idle_ns = 40'000'000 * n;
-  const auto add = [&](const char* name, int32_t parent, uint64_t self, uint64_t total) {
-    return AddCallFrame(w, name, parent, n, self, total, /*critical=*/true);
-  };
+  const auto add = FrameAdder(w, /*critical=*/true);
   const int32_t user = add(kLogMetrics, -1, 10'000'000, 30'000'000);
   const int32_t dumps = add(kDumps, user, 5'000'000, 20'000'000);
   add(kEncode, dumps, 15'000'000, 15'000'000);
@@ -134,6 +137,62 @@ TEST_CASE("one cost found at three depths is one candidate, its callees its part
     folded.insert(x["function"].get<std::string>());
   }
   CHECK(folded == std::set<std::string>{kDumps, kEncode});
+}
+
+}  // namespace perftracker::testing
+
+namespace perftracker::testing {
+namespace {
+
+constexpr char kBlockForward[] = "/home/user/model.py:150:Block.forward";
+constexpr char kAttnForward[] = "/home/user/model.py:100:Attention.forward";
+constexpr char kMlpForward[] = "/home/user/model.py:120:MLP.forward";
+
+// Every rank's block runs its attention and its MLP, 20 ms each a step; rank 2's sequences are
+// twice as long, and both take 40 ms there. Its peers wait the 40 ms in their backward (the
+// all-reduce gloo runs inside it), where rank 2 waits for no one.
+void AddBlock(int rank, format::Window* w) {
+  const uint64_t each = rank == 2 ? 40'000'000 : 20'000'000;
+  const auto add = FrameAdder(w, /*critical=*/true);
+  const int32_t block = add(kBlockForward, -1, 1'000'000, 1'000'000 + 2 * each);
+  add(kAttnForward, block, each, each);
+  add(kMlpForward, block, each, each);
+  const uint64_t backward = rank == 2 ? 80'000'000 : 120'000'000;
+  add("torch/autograd/__init__.py:103:backward", -1, backward, backward);
+  REQUIRE(format::FillFunctionIds(&w->functions));
+}
+
+}  // namespace
+
+TEST_CASE("a cost its callees share alike is their caller's, one candidate with them as parts",
+          "[analyzer][depth]") {
+  JobSpec spec;
+  spec.shape = SmallShape();
+  spec.edit = [](int rank, format::Window* w) {
+    AsCpuWindow(w);
+    AddBlock(rank, w);
+  };
+  const Json j = AnalyzeJob(spec);
+  const Json& cands = j["candidates"];
+  INFO(cands.dump(2));
+  int frames = 0;
+  const Json* top = nullptr;
+  for (const Json& c : cands) {
+    const std::string fn = c["function"];
+    if (fn == kBlockForward || fn == kAttnForward || fn == kMlpForward) {
+      ++frames;
+      if (top == nullptr) top = &c;
+    }
+  }
+  CHECK(frames == 1);
+  REQUIRE(top != nullptr);
+  CHECK((*top)["function"] == kBlockForward);
+  CHECK((*top)["rank_set"] == Json::array({2}));
+  // Charged the block's whole excess (40 ms a step), not one part's 20.
+  CHECK((*top)["impact_s_per_iter"].get<double>() == Approx(0.040).epsilon(0.15));
+  std::set<std::string> parts;
+  for (const Json& p : (*top)["evidence"]["largest_parts"]) parts.insert(p["function"]);
+  CHECK(parts == std::set<std::string>{kAttnForward, kMlpForward});
 }
 
 }  // namespace perftracker::testing

@@ -32,6 +32,18 @@ format::FunctionPattern LeafFunction(format::FunctionKind kind, std::string name
   return f;
 }
 
+void AsCpuWindow(format::Window* w) {
+  w->critical_path = true;
+  for (format::FunctionPattern& p : w->functions) {
+    if (p.kind == format::FunctionKind::kKernel || p.kind == format::FunctionKind::kMemcpy ||
+        p.kind == format::FunctionKind::kMemset) {
+      p.kind = format::FunctionKind::kUnknown;
+      p.device_samples = p.device_ns = 0;
+      p.device = {};
+    }
+  }
+}
+
 int32_t AddCallFrame(format::Window* w, const char* name, int32_t parent, uint64_t count,
                      uint64_t self_each, uint64_t total_each, bool critical) {
   format::FunctionPattern f = LeafFunction(format::FunctionKind::kPython, name, count, self_each);

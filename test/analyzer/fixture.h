@@ -44,6 +44,10 @@ synthetic::JobShape SmallShape();
 format::FunctionPattern LeafFunction(format::FunctionKind kind, std::string name, uint64_t count,
                                      uint64_t each_ns);
 
+// A CPU rank's window: no device work (the synthetic kernels and copies become host calls), and
+// critical-path time carried.
+void AsCpuWindow(format::Window* w);
+
 // Appends a Python frame called `count` times under the window's function `parent` (-1: none),
 // each call `self_each` ns of its own and `total_each` with its callees; with `critical`, all of
 // its own time on the critical path. Returns its index among the window's functions.

@@ -271,15 +271,24 @@ TEST_CASE("a rank that waited on I/O saves the job no more than its node's CPUs 
   CHECK(w["faster_pct"].get<double>() == Approx(10).epsilon(0.1));
 }
 
+namespace {
+
+analyzer::Candidate OnRank2(const char* category, double impact_s_per_iter) {
+  analyzer::Candidate c;
+  c.rank_set = {2};
+  c.category = category;
+  c.impact_s_per_iter = impact_s_per_iter;
+  return c;
+}
+
+}  // namespace
+
 TEST_CASE("a rank its peers were measured to wait for saves the job what they waited",
           "[analyzer][what_if]") {
   // 100 ms a step reached the rank's own critical path, but its peers waited 15 ms for it at the
   // collectives (the host had filled the device's queue ahead): the job is 15 ms faster without
   // it, not 100.
-  analyzer::Candidate late;
-  late.rank_set = {2};
-  late.category = "dataloader";
-  late.impact_s_per_iter = 0.100;
+  analyzer::Candidate late = OnRank2("dataloader", 0.100);
   late.evidence = {{"iteration_s", 0.300},
                    {"culprit", true},
                    {"arrival", {{"peers_wait_s_per_iter", 0.015}}}};
@@ -288,12 +297,25 @@ TEST_CASE("a rank its peers were measured to wait for saves the job what they wa
   analyzer::Candidate more = late;  // peers that waited longer do not raise it
   more.evidence["arrival"]["peers_wait_s_per_iter"] = 0.200;
   std::vector<analyzer::Candidate> cands = {late, alone, more};
-  analyzer::AttachWhatIf({0.300, 0, 0}, {}, &cands);
+  analyzer::AttachWhatIf({0.300, 0, 0}, {}, 0, &cands);
   CHECK(cands[0].evidence["what_if"]["step_without_s"].get<double>() == Approx(0.285));
   CHECK(cands[0].evidence["what_if"]["bounded_by"] == "peers_wait");
   CHECK(cands[1].evidence["what_if"]["step_without_s"].get<double>() == Approx(0.200));
   CHECK(cands[2].evidence["what_if"]["step_without_s"].get<double>() == Approx(0.200));
   CHECK_FALSE(cands[2].evidence["what_if"].contains("bounded_by"));
+}
+
+TEST_CASE("on a node whose CPUs limit the step, a rank's extra CPU work saves its share of them",
+          "[analyzer][what_if]") {
+  // Rank 2's longer sequences: the part named at the user's depth (one module's forward) is
+  // 10 ms of its step, but the rank asks the node's CPUs 40 ms a step more than its peers do,
+  // where they are busy 93% of the 300 ms step: the step shrinks by that share of their work.
+  std::vector<analyzer::Candidate> cands = {OnRank2("python", 0.010), OnRank2("python", 0.010)};
+  // Busy 93% of the step, and 67% (CPUs to spare: the rank's work took from no one).
+  analyzer::AttachWhatIf({0.300, 0, 0}, {{0.280, 0.240}, {0.200, 0.180}}, 0, &cands);
+  CHECK(cands[0].evidence["what_if"]["step_without_s"].get<double>() ==
+        Approx(0.300 * 0.240 / 0.280));
+  CHECK(cands[1].evidence["what_if"]["step_without_s"].get<double>() == Approx(0.290));
 }
 
 }  // namespace perftracker::testing
