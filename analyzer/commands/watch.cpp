@@ -129,6 +129,22 @@ struct RoundResult {
   std::vector<WatchRankStep> steps;
 };
 
+// Whether every rank has read a window's worth of iterations after its start-up window. The
+// windows just after start-up still warm up (the allocator, the caches, the collectives'
+// first connections, a rank's first log line): the benchmark's live GIL-thread job was claimed
+// on rank 0 three seconds in, two iterations after its start-up window, and cleared six
+// seconds later. Candidates wait for it; a hang does not.
+bool WarmedUp(const Dataset& ds) {
+  for (const RankData& r : ds.ranks) {
+    const uint64_t startup = r.StartupBegin();
+    if (startup == UINT64_MAX) return false;
+    double first = 0, after = 0;
+    for (const Slot& s : r.slots) (s.iter_begin == startup ? first : after) += s.iterations;
+    if (after < first) return false;
+  }
+  return !ds.ranks.empty();
+}
+
 // One analysis of the newest windows; false (and *error) when there is nothing readable yet.
 bool AnalyzeRound(const WatchOptions& o, RoundResult* out, std::string* error) {
   WindowSelection selection;
@@ -142,6 +158,7 @@ bool AnalyzeRound(const WatchOptions& o, RoundResult* out, std::string* error) {
   thresholds.persist_windows = 2;  // the newest windows: a fault is named in the one after its onset
   const Report rep = Analyze(std::move(ds), thresholds);
   out->state = Summarize(rep, o.top);
+  if (!WarmedUp(*rep.dataset)) out->state.candidates.clear();
   out->job = rep.dataset->job_id;
   out->steps.clear();
   for (size_t i = 0; i < rep.iterations.size() && i < rep.dataset->ranks.size(); ++i) {

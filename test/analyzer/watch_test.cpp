@@ -213,9 +213,11 @@ TEST_CASE("watch names a throttled GPU and ends on a hang with exit 3", "[analyz
   RemoveTree(dir);
 }
 
-TEST_CASE("watch sees a fault in the window still open, from the live slot", "[analyzer][watch]") {
-  // One window written (start-up), and the open one, where rank 5's GPU is throttled: with
-  // 20 s windows, a watch that read only the written windows would not know yet.
+namespace {
+
+// One window written (start-up), and the open one, where rank 5's GPU is throttled, holding
+// `open_iterations` of the window's iterations (all: 0).
+std::string JobWithOpenWindow(uint64_t open_iterations) {
   const std::string dir = MakeTempDir();
   JobSpec spec;
   spec.shape = SmallShape();
@@ -229,10 +231,23 @@ TEST_CASE("watch sees a fault in the window still open, from the live slot", "[a
   const int ranks = spec.ranks;
   spec.edit_live = [&](int rank, format::LiveState* live) {
     format::WindowEncoder encoder;
-    const format::Window open = synthetic::MakeWindow(open_shape, rank, ranks, 1);
+    format::Window open = synthetic::MakeWindow(open_shape, rank, ranks, 1);
+    if (open_iterations > 0) {
+      open.iterations.total_ns = open.iterations.total_ns / open.iterations.count * open_iterations;
+      open.iterations.count = open_iterations;
+      open.iter_end = open.iter_begin + open_iterations;
+    }
     REQUIRE(format::CompressOpenWindow(encoder.Encode(open), &live->open_window));
   };
   WriteJob(dir, spec);
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("watch sees a fault in the window still open, from the live slot", "[analyzer][watch]") {
+  // With 20 s windows, a watch that read only the written windows would not know yet.
+  const std::string dir = JobWithOpenWindow(0);
   const CliResult analyzed = Cli({"analyze", dir, "--json", "-"});
   REQUIRE(analyzed.code == analyzer::kExitOk);
   CHECK(analyzed.json["candidates"].empty());  // analyze reads the windows written
@@ -243,5 +258,18 @@ TEST_CASE("watch sees a fault in the window still open, from the live slot", "[a
   CHECK(first["type"] == "candidate_appeared");
   CHECK(first["category"] == "gpu_compute");
   CHECK(first["rank_set"] == nlohmann::ordered_json::array({5}));
+  RemoveTree(dir);
+}
+
+TEST_CASE("watch names nothing until a window's worth of iterations follows start-up",
+          "[analyzer][watch]") {
+  // Two iterations into the window after start-up, the job is still warming up (the benchmark's
+  // live GIL-thread job was claimed on rank 0 then, and cleared six seconds later): watch
+  // holds candidates, which analyze of the same files would not.
+  const std::string dir = JobWithOpenWindow(2);
+  const CliResult r = Cli({"watch", dir, "--json-lines", "--rounds", "1"});
+  INFO(r.out << r.err);
+  REQUIRE(r.code == analyzer::kExitOk);
+  CHECK(r.out.find("candidate_appeared") == std::string::npos);
   RemoveTree(dir);
 }
