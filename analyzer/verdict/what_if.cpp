@@ -92,13 +92,20 @@ void AttachWhatIf(const SteadyRun& run, const std::vector<CpuBound>& cpu, double
     const double waited = cpus_taken ? 0 : PeersWaited(c);
     double saved = waited > 0 ? std::min(c.impact_s_per_iter, waited) : c.impact_s_per_iter;
     const CpuBound node = i < cpu.size() ? cpu[i] : CpuBound{};
+    // A share of the node's CPU work is the whole run's (CPU time over every slot after
+    // start-up), whatever windows the candidate was seen in.
+    bool whole_run = cpus_taken;
     if (!cpus_taken && node.with_s >= kCpuLimited * step && node.with_s > node.without_s) {
       // The node's CPUs are the step's limit and the candidate's ranks ask more of them than
       // their peers: the step shrinks by that share of the node's work. Its own excess misses
       // what its CPU time took from the other ranks, and a part named at the user's depth
       // (one module's forward) misses the rest of the rank's extra work (the benchmark's
       // torch_lm sequence imbalance: 6% by the part, 17% by the node's work, 22% measured).
-      saved = std::max(saved, step * (1 - node.without_s / node.with_s));
+      const double share = step * (1 - node.without_s / node.with_s);
+      if (share > saved * Persistence(c, run)) {
+        saved = share;
+        whole_run = true;
+      }
     }
     if (cpus_taken && node.without_s > 0 && node.with_s > node.without_s) {
       // Where the loops waited for CPUs the step is the node's CPU work over its CPUs, in the
@@ -111,7 +118,7 @@ void AttachWhatIf(const SteadyRun& run, const std::vector<CpuBound>& cpu, double
       const double waited_s = held.is_object() ? held.value("loops_run_queue_s_per_iter", 0.0) : 0;
       saved = std::max(saved, std::min(waited_s, step * (1 - node.without_s / node.with_s)));
     }
-    double without = std::max(0.0, step - saved * (cpus_taken ? 1.0 : Persistence(c, run)));
+    double without = std::max(0.0, step - saved * (whole_run ? 1.0 : Persistence(c, run)));
     // The node's CPUs bound it where they were the step's limit. A floor at or above the step
     // is no floor: the loops' CPU time then holds their waiting (a spinning sync).
     const double floor = node.without_s;
