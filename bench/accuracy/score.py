@@ -265,10 +265,13 @@ def figures(outcomes):
          "what_if_25pct": rate(len(oks), sum(oks)),
          "doses_not_taken": sum(o.get("dose_took") is False for o in outcomes),
          "what_if_disturbed": sum(bool(o.get("what_if_disturbed")) for o in faulty)}
-    finite = sorted(m for m in margins if m != float("inf"))
-    if finite:
-        f["margin_quantiles"] = {q: round(finite[min(len(finite) - 1, int(q / 100 * len(finite)))],
-                                          2) for q in (10, 50, 90)}
+    # Over every margin: a first candidate with no other beside it is "alone" (an infinite
+    # margin, which most are; leaving them out made the quantiles the few close calls').
+    ordered = sorted(margins)
+    if ordered:
+        at = (ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))] for q in (10, 50, 90))
+        f["margin_quantiles"] = {q: "alone" if m == float("inf") else round(m, 2)
+                                 for q, m in zip((10, 50, 90), at)}
     if errs:
         f["what_if_median_abs_err"] = round(statistics.median(abs(e) for e in errs), 3)
     detected = [o["diff_detected"] for o in outcomes if "diff_detected" in o]
@@ -316,6 +319,11 @@ def pct(f):
     return "-" if not f or f["n"] == 0 else f"{100 * f['rate']:.0f}% ({f['k']}/{f['n']})"
 
 
+
+def quantiles(q):
+    """The margin's 10th, 50th and 90th percentiles, as the board prints them."""
+    return f"(10th, 50th, 90th percentile: {q[10]}, {q[50]}, {q[90]})" if q else ""
+
 def text(board):
     t = board["totals"]
     c = board["cells"]
@@ -332,7 +340,7 @@ def text(board):
              f"| false claims on masked jobs | {pct(t['false_claims_masked'])} "
              f"({t['doses_not_taken']} of them faults whose job ran no slower than its twin) |",
              f"| first candidate >= 2x the runner-up | {pct(t['margin_2x'])} "
-             f"{t.get('margin_quantiles', '')} |",
+             f"{quantiles(t.get('margin_quantiles'))} |",
              f"| what-if within 25% of the clean twin | {pct(t['what_if_25pct'])} "
              f"(median error {t.get('what_if_median_abs_err', '-')}; "
              f"{t['what_if_disturbed']} set aside, recorded beside other load) |",
