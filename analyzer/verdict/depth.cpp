@@ -66,7 +66,7 @@ Sides SidesOf(const Frame& f, const Candidate& c) {
 }
 
 // The call path from the outermost recorded frame down to `fn`.
-Json CallPath(const Frame& f, int32_t fn) {
+Json FramePath(const Frame& f, int32_t fn) {
   const auto& fns = f.ds->catalog.functions();
   Json path = Json::array();
   for (int32_t a = fn, depth = 0; a >= 0 && depth < kMaxDepth; ++depth) {
@@ -84,7 +84,7 @@ void Lift(const Frame& f, Candidate* c) {
   if (IsUserCode(fns[static_cast<size_t>(leaf)])) {
     // Named where its time is; the path says who called it (a helper of the user's, busy()
     // or decode(), is called from several places).
-    if (fns[static_cast<size_t>(leaf)].parent_id != 0) c->evidence["call_path"] = CallPath(f, leaf);
+    if (fns[static_cast<size_t>(leaf)].parent_id != 0) c->evidence["call_path"] = FramePath(f, leaf);
     return;
   }
   const Sides sides = SidesOf(f, *c);
@@ -114,7 +114,7 @@ void Lift(const Frame& f, Candidate* c) {
   const int32_t chosen = user != qualifying.end() ? *user : qualifying.back();
   const double chosen_excess = Excess(f, sides, chosen, &value, &peer);
 
-  const Json path = CallPath(f, chosen);
+  const Json path = FramePath(f, chosen);
   // Its largest deviating parts: the direct callees, by excess.
   std::vector<std::pair<double, int32_t>> parts;
   const uint64_t chosen_id = fns[static_cast<size_t>(chosen)].id;
