@@ -78,6 +78,24 @@ Json FramePath(const Frame& f, int32_t fn) {
   return path;
 }
 
+// Names `c`, flagged at frame `flagged`, at frame `at` instead: `largest` its parts, `value` and
+// `peer` its inclusive time a step and its peers', charged at least `at_least_s` and the
+// frame's excess (`excess_ns` a step), its score scaled alike.
+void NameAt(const Frame& f, int32_t flagged, int32_t at, Json largest, double value, double peer,
+            double excess_ns, double at_least_s, Candidate* c) {
+  const auto& fns = f.ds->catalog.functions();
+  c->evidence["flagged_frame"] = fns[static_cast<size_t>(flagged)].name;
+  c->evidence["largest_parts"] = std::move(largest);
+  c->evidence["inclusive_value"] = value * 1e-9;
+  c->evidence["inclusive_peer_median"] = peer * 1e-9;
+  const double impact = std::max(at_least_s, excess_ns * 1e-9);
+  if (c->impact_s_per_iter > 0) c->score *= impact / c->impact_s_per_iter;
+  c->impact_s_per_iter = impact;
+  c->function = fns[static_cast<size_t>(at)].name;
+  c->kind = std::string(format::KindName(fns[static_cast<size_t>(at)].kind));
+  c->catalog_function = at;
+}
+
 void Lift(const Frame& f, Candidate* c) {
   const auto& fns = f.ds->catalog.functions();
   const int32_t leaf = c->catalog_function;
@@ -131,17 +149,8 @@ void Lift(const Frame& f, Candidate* c) {
                        {"excess_s_per_iter", parts[i].first * 1e-9}});
   }
 
-  c->evidence["flagged_frame"] = fns[static_cast<size_t>(leaf)].name;
   c->evidence["call_path"] = path;
-  c->evidence["largest_parts"] = largest;
-  c->evidence["inclusive_value"] = value * 1e-9;
-  c->evidence["inclusive_peer_median"] = peer * 1e-9;
-  const double impact = std::max(c->impact_s_per_iter, chosen_excess * 1e-9);
-  if (c->impact_s_per_iter > 0) c->score *= impact / c->impact_s_per_iter;
-  c->impact_s_per_iter = impact;
-  c->function = fns[static_cast<size_t>(chosen)].name;
-  c->kind = std::string(format::KindName(fns[static_cast<size_t>(chosen)].kind));
-  c->catalog_function = chosen;
+  NameAt(f, leaf, chosen, std::move(largest), value, peer, chosen_excess, c->impact_s_per_iter, c);
 }
 
 // The frames above `fn` in the call tree, nearest first.
@@ -244,36 +253,25 @@ void FoldSiblings(const Frame& f, std::vector<Candidate>* cands) {
           IsLoopFrame(f, common)) {
         continue;
       }
-      Candidate& keeper = a.score >= b.score ? (*cands)[i] : (*cands)[j];
-      const Candidate& part = a.score >= b.score ? b : a;
+      const bool keep_i = a.score >= b.score;
+      Candidate& keeper = (*cands)[keep_i ? i : j];
+      const Candidate& part = keep_i ? b : a;
       const Sides sides = SidesOf(f, keeper);
       if (sides.culprits.empty() || sides.peers.empty()) continue;
       double v = 0, p = 0;
-      const double parts_ns = std::max(0.0, Excess(f, sides, a.catalog_function, &v, &p)) +
-                              std::max(0.0, Excess(f, sides, b.catalog_function, &v, &p));
+      const double keeper_ns = Excess(f, sides, keeper.catalog_function, &v, &p);
+      const double part_ns = Excess(f, sides, part.catalog_function, &v, &p);
+      const double parts_ns = std::max(0.0, keeper_ns) + std::max(0.0, part_ns);
       const double common_ns = Excess(f, sides, common, &v, &p);
       if (parts_ns <= 0 || common_ns < kParentExplains * parts_ns) continue;
       Json largest = Json::array();
-      for (const Candidate* c : {static_cast<const Candidate*>(&keeper), &part}) {
-        double cv = 0, cp = 0;
-        largest.push_back({{"function", c->function},
-                           {"excess_s_per_iter", Excess(f, sides, c->catalog_function, &cv, &cp) *
-                                                     1e-9}});
-      }
+      largest.push_back({{"function", keeper.function}, {"excess_s_per_iter", keeper_ns * 1e-9}});
+      largest.push_back({{"function", part.function}, {"excess_s_per_iter", part_ns * 1e-9}});
       Fold(part, "sibling", &keeper);
-      keeper.evidence["flagged_frame"] = keeper.function;
-      keeper.evidence["largest_parts"] = largest;
-      keeper.evidence["inclusive_value"] = v * 1e-9;
-      keeper.evidence["inclusive_peer_median"] = p * 1e-9;
-      const double impact = std::max(keeper.impact_s_per_iter + part.impact_s_per_iter,
-                                     common_ns * 1e-9);
-      if (keeper.impact_s_per_iter > 0) keeper.score *= impact / keeper.impact_s_per_iter;
-      keeper.impact_s_per_iter = impact;
-      keeper.function = fns[static_cast<size_t>(common)].name;
-      keeper.kind = std::string(format::KindName(fns[static_cast<size_t>(common)].kind));
-      keeper.catalog_function = common;
-      merged[&keeper == &(*cands)[i] ? i : j] = true;
-      gone[&keeper == &(*cands)[i] ? j : i] = true;  // folded into j: later pairs meet it as j
+      NameAt(f, keeper.catalog_function, common, std::move(largest), v, p, common_ns,
+             keeper.impact_s_per_iter + part.impact_s_per_iter, &keeper);
+      merged[keep_i ? i : j] = true;
+      gone[keep_i ? j : i] = true;  // folded into j: later pairs meet it as j
       above_i = Callers(f, common);
     }
   }
@@ -289,11 +287,14 @@ void FoldSiblings(const Frame& f, std::vector<Candidate>* cands) {
 
 void LiftToUserDepth(const Frame& f, std::vector<Candidate>* cands) {
   for (Candidate& c : *cands) {
-    if (c.aggregate != Aggregate::kNone || c.catalog_function < 0 ||
-        !Liftable(f.ds->catalog.functions()[static_cast<size_t>(c.catalog_function)].kind)) {
+    if (c.source != Source::kDifferential || c.aggregate != Aggregate::kNone ||
+        c.catalog_function < 0 || c.group < 0) {
       continue;
     }
-    if (c.source == Source::kDifferential && c.group >= 0) Lift(f, &c);
+    if (!Liftable(f.ds->catalog.functions()[static_cast<size_t>(c.catalog_function)].kind)) {
+      continue;
+    }
+    Lift(f, &c);
   }
 }
 
