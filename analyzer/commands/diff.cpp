@@ -4,9 +4,11 @@
 // A function or collective is judged against the rest of the job: its base is first scaled by
 // what the job's other work did between the runs, so that a machine that is slower or loaded
 // (every function a share slower) fails no function, and the whole step's change is reported
-// as the job's ("the whole job is N% slower; no function stands out"). The step is judged
-// against the run-to-run noise: the spread of the baselines' medians where several are given,
-// else --run-noise (10%: two clean runs of one CPU job on the benchmark machine differ by 7.3%).
+// as the job's ("the whole job is N% slower; no function stands out"). A kernel or copy is
+// judged against the devices' other work (a throttled GPU slows every kernel alike). The step is
+// judged against the run-to-run noise: the spread of the baselines' medians where several are
+// given, else --run-noise (10%: two clean runs of one CPU job on the benchmark machine differ
+// by 7.3%).
 //
 // Each metric is a distribution: one value per rank and slot. A metric regressed when its median
 // grew by more than the threshold AND by more than the noise of the two runs (3 x the larger
@@ -199,6 +201,21 @@ double PerStep(const Quantity& m, double v) {
   return m.kind == "collective" && !m.calls.empty() ? v * MedianOf(m.calls) : v;
 }
 
+// Work a device does (ProfileFunctions times it on the device, not the host). A communication
+// kernel's time holds its wait for the peers, as the step does: it is no measure of the device.
+bool DeviceWork(const Quantity& m) {
+  return (m.kind == "kernel" || m.kind == "memcpy") && !m.name.starts_with("nccl");
+}
+
+// The devices' work a step: every kernel's and copy's median, added up.
+double DeviceStep(const Profile& p) {
+  double ns = 0;
+  for (const auto& [key, m] : p.metrics) {
+    if (DeviceWork(m) && !m.values.empty()) ns += MedianOf(m.values);
+  }
+  return ns;
+}
+
 // The spread of a metric's per-slot medians over the square root of their number; 0 with fewer
 // than three slots.
 double SlotSpread(const Quantity& m) {
@@ -227,7 +244,8 @@ struct DiffOptions {
 // and no function's. The step is judged against the runs' noise: the baselines' spread, or
 // with one baseline o.run_noise_pct.
 std::optional<Change> Compare(const Quantity& b, const Quantity& c, const DiffOptions& o,
-                              double base_step, double cur_step) {
+                              double base_step, double cur_step, double base_device,
+                              double cur_device) {
   if (b.values.empty() || c.values.empty()) return std::nullopt;
   Change ch{b.name, b.kind, MedianOf(b.values), MedianOf(c.values), 0, 0, 0};
   const double spread =
@@ -247,13 +265,19 @@ std::optional<Change> Compare(const Quantity& b, const Quantity& c, const DiffOp
   if (b.kind != "iteration") {
     // The rest of the step, before and after. A metric that is nearly all of it, or more (a
     // device's time overlaps the host's and other streams'), leaves no rest to tell the job's
-    // change by: the step's own change is the job's.
-    const double rest_b = base_step - PerStep(b, ch.base);
-    const double rest_c = cur_step - PerStep(c, ch.current);
-    if (rest_b > 0.1 * base_step && rest_c > 0) {
+    // change by: the step's own change is the job's. A kernel or copy is judged against the
+    // devices' other work instead: a slower GPU slows every kernel alike, while the step also
+    // holds the waits a slower kernel causes (a pipeline's bubbles and receives grew with the
+    // benchmark's sim_pp kernel_slow as much as the kernel did, and hid it).
+    const bool device = DeviceWork(b) && base_device > 0 && cur_device > 0;
+    const double whole_b = device ? base_device : base_step;
+    const double whole_c = device ? cur_device : cur_step;
+    const double rest_b = whole_b - PerStep(b, ch.base);
+    const double rest_c = whole_c - PerStep(c, ch.current);
+    if (rest_b > 0.1 * whole_b && rest_c > 0) {
       expected = ch.base * rest_c / rest_b;
-    } else if (base_step > 0 && cur_step > 0) {
-      expected = ch.base * cur_step / base_step;
+    } else if (whole_b > 0 && whole_c > 0) {
+      expected = ch.base * whole_c / whole_b;
     }
   }
   const double beyond = ch.current - expected;
@@ -349,10 +373,11 @@ int DiffCommand(std::span<const std::string> args, std::ostream& out, std::ostre
       NewOrGrownCauses(Analyze(std::move(base), every).candidates,
                        Analyze(std::move(cur), usual).candidates, o.threshold_pct, usual.min_score);
   std::vector<Change> regs, improvements;
+  const double base_device = DeviceStep(b), cur_device = DeviceStep(c);
   for (const auto& [key, metric] : b.metrics) {
     const auto it = c.metrics.find(key);
     if (it == c.metrics.end()) continue;
-    if (auto ch = Compare(metric, it->second, o, b.step_ns, c.step_ns)) {
+    if (auto ch = Compare(metric, it->second, o, b.step_ns, c.step_ns, base_device, cur_device)) {
       (ch->current > ch->base ? regs : improvements).push_back(*ch);
     }
   }

@@ -18,7 +18,8 @@
 //
 // Of nested flagged functions the deepest that explain their caller are kept (a function whose
 // flagged callees hold >= 80% of its beta is only their container); a library frame is then
-// named at the first frame of the user's own code above it that it explains >= 80% of.
+// named at the first frame of the user's own code above it that it explains >= 80% of, or that
+// was dropped as such a container (the chain between them is that frame's cost).
 #include <algorithm>
 
 #include "analyzer/detect/critical.h"
@@ -180,9 +181,17 @@ std::vector<Finding> DetectCriticalPath(const Frame& f) {
         callees[static_cast<size_t>(parent[fn])] += acc[fn].Share();
       }
     }
+    const auto container = [&](size_t fn) {
+      return flagged[fn] && callees[fn] >= kCalleesExplain * acc[fn].Share();
+    };
+    std::vector<bool> named_already(fns.size(), false);
     for (size_t fn = 0; fn < fns.size(); ++fn) {
-      if (!flagged[fn] || callees[fn] >= kCalleesExplain * acc[fn].Share()) continue;
-      // A library frame at the user's depth: the first user frame above that it explains.
+      if (!flagged[fn] || container(fn)) continue;
+      // A library frame at the user's depth: the first user frame above that it explains, or
+      // that was dropped as a container of flagged callees. The container test applies at each
+      // level, so through a library frame between them (log_metrics > json.dumps > encode, each
+      // 80-90% of its caller) the leaf may hold less than 80% of the user frame that the chain
+      // stands for; the user frame is the finding then, the leaf its part.
       int32_t named = static_cast<int32_t>(fn);
       for (int32_t a = parent[fn], depth = 0;
            a >= 0 && depth < 64 && !UserCode(fns[static_cast<size_t>(named)].name);
@@ -190,12 +199,16 @@ std::vector<Finding> DetectCriticalPath(const Frame& f) {
         if (fns[static_cast<size_t>(a)].kind != FunctionKind::kPython || IsLoopFrame(f, a)) break;
         if (UserCode(fns[static_cast<size_t>(a)].name)) {
           const Acc& up = acc[static_cast<size_t>(a)];
-          if (up.seen > 0 && acc[fn].Share() >= kCalleesExplain * up.Share()) {
+          if (up.seen > 0 && (acc[fn].Share() >= kCalleesExplain * up.Share() ||
+                              container(static_cast<size_t>(a)))) {
             named = a;
           }
           break;
         }
       }
+      // Two leaves of one container are one finding at it: its value holds them both.
+      if (named != static_cast<int32_t>(fn) && named_already[static_cast<size_t>(named)]) continue;
+      named_already[static_cast<size_t>(named)] = true;
       const Acc& a = acc[static_cast<size_t>(named)];
       Finding x;
       x.source = Source::kExpectedRange;

@@ -419,9 +419,18 @@ void ChargeCriticalPath(const Frame& f, std::vector<Candidate>* cands) {
     if (!Applies(c) || c.evidence.value("decided_by", std::string()) == "shared_run_queue") {
       continue;
     }
-    // A sync's wait is never the rank's own work, however late the rank.
-    const double measured_s =
-        c.kind == "sync" ? 0 : std::min(MeasuredWait(c, *cands), c.impact_s_per_iter);
+    // A sync's wait is the device's time, critical path or not (a sync is a wait, never the
+    // rank's own work): the queue model marks it critical where the device waited too (a
+    // receive from a late peer), and the cause is that peer's or the device's own, which their
+    // findings carry. The benchmark's sim_pp.2s GC pauses: rank 3's loss read, 82 ms a step
+    // behind its pair's, was a host_cpu claim on the rank that waited for rank 2's activations.
+    if (c.kind == "sync") {
+      c.evidence["decided_by"] = "device_wait";
+      c.score = 0;
+      c.impact_s_per_iter = 0;
+      continue;
+    }
+    const double measured_s = std::min(MeasuredWait(c, *cands), c.impact_s_per_iter);
     if (OffTheLoop(f, c)) {
       // Another thread's time. It cost the job only where the peers waited for this rank: the
       // training loop's own functions got slower (the GIL, a core), and the verdict names the
@@ -453,22 +462,16 @@ void ChargeCriticalPath(const Frame& f, std::vector<Candidate>* cands) {
       return LoopTime(f, c.aggregate, s);
     };
     if (!CulpritsAndPeers(f, c, host_critical, &x) || x.iteration_ns <= 0) {
-      // No critical path: on a device rank a sync's wait is the device's time (the wait proves
-      // it busy), and what the rank's host did beyond its peers is judged by the host time,
-      // up to what the peers were measured to wait for it where they were.
-      // On a CPU rank a kind's sum holds other threads' time too.
+      // No critical path: what the rank's host did beyond its peers is judged by the host
+      // time, up to what the peers were measured to wait for it where they were. On a CPU rank
+      // a kind's sum holds other threads' time too.
       Compared loop;
-      if (c.kind == "sync" && !c.rank_set.empty()) {
-        c.evidence["decided_by"] = "device_wait";
-        c.score = 0;
-        c.impact_s_per_iter = 0;
-      } else if (c.kind != "sync" && c.aggregate != Aggregate::kNone &&
-                 CulpritsAndPeers(f, c, loop_time, &loop)) {
+      if (c.aggregate != Aggregate::kNone && CulpritsAndPeers(f, c, loop_time, &loop)) {
         ChargeOtherThreads(f, loop, measured_s, &c);
       } else if (measured_s > 0 && measured_s < c.impact_s_per_iter) {
         c.evidence["decided_by"] = "arrival";
         Charge(&c, measured_s, Step(f, c));
-      } else if (c.kind != "sync") {
+      } else {
         // The loop's own function on a CPU rank: its excess is the rank's, and what it cost the
         // job is what the peers waited for it (in the frame that holds gloo's all-reduce), the
         // what-if's bound. Peers on the node's shared cores ran faster meanwhile: the benchmark's

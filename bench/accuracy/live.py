@@ -29,8 +29,10 @@ def ops_per_step(tools, store, twin):
     try:
         import score
         _, rings = score.extract(store, twin, work)
-        ring = next(os.path.join(d, f) for d, _, fs in os.walk(rings) for f in fs
-                    if f == "rank-0.ptr")
+        ring = next((os.path.join(d, f) for d, _, fs in os.walk(rings) for f in fs
+                     if f == "rank-0.ptr"), None)
+        if ring is None:
+            return None  # a reduced archive (the CI subset's): no window of its own to read
         lines = subprocess.run([tools.cli, "dump", ring], capture_output=True,
                                text=True).stdout.splitlines()
         windows = [json.loads(x) for x in lines if '"collectives"' in x]
@@ -60,7 +62,10 @@ def live_cell(m, spec, tools, store):
                  os.path.exists(record.archive_path(store, c.id))]
         if not clean:
             raise RuntimeError(f"live: record a clean run of {cell.shape} first")
-        ops = ops_per_step(tools, store, clean[0])
+        ops = next((n for n in (ops_per_step(tools, store, c) for c in clean) if n), None)
+        if ops is None:
+            raise RuntimeError(f"live: record a clean run of {cell.shape} first (rings, not "
+                               "the CI subset's reduced files)")
         env = {k: (f"{v}@{int(round(onset * ops))}" if k == "SIMGPU_COMPUTE_SLOWDOWN" else v)
                for k, v in env.items()}
     else:

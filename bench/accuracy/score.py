@@ -156,9 +156,10 @@ def judge(cell, report, everything, twin_step, step, disturbed=False, noise=0.0,
 
 
 def diff_exit(tools, base, cur, names=None):
-    """diff's exit status; with `names` (a regex), whether a regression it reports is a metric
-    that matches it, as (exit, named)."""
-    p = subprocess.run([tools.cli, "diff", base, cur, "--json", "-"], capture_output=True,
+    """diff's exit status (`base`: one baseline's rings, or a list of several); with `names` (a
+    regex), whether a regression it reports is a metric that matches it, as (exit, named)."""
+    bases = base if isinstance(base, list) else [base]
+    p = subprocess.run([tools.cli, "diff", *bases, cur, "--json", "-"], capture_output=True,
                        text=True)
     if names is None:
         return p.returncode
@@ -189,8 +190,19 @@ def score_cell(cell, tools, store, twins, noises):
             if truth.get("diff_names"):
                 code, named = diff_exit(tools, twin_rings, rings, truth["function"])
                 out["diff_named"] = code == 1 and named
-            else:
+                # A device's kernel or a host function: the two halves of the gate's planted test.
+                out["diff_what"] = "kernel" if truth["category"].startswith("gpu") else "function"
+            elif out["kind"] == "faulty":
+                # A slowdown that took (a masked dose's job ran as fast: nothing to detect),
+                # against the twin alone (the step judged by diff's stated run noise), and
+                # against the twin and a second clean run (their spread is the noise), as a
+                # user's CI with baseline runs of its own does.
                 out["diff_detected"] = diff_exit(tools, twin_rings, rings) == 1
+                second = second_baseline(cell, store)
+                if second:
+                    _, second_rings = extract(store, second, os.path.join(work, "second"))
+                    out["diff_detected_2"] = diff_exit(tools, [twin_rings, second_rings],
+                                                       rings) == 1
         return out
     except (OSError, RuntimeError, ValueError, KeyError, tarfile.TarError) as e:
         return {"id": cell.id, "error": str(e)[:300]}
@@ -198,19 +210,40 @@ def score_cell(cell, tools, store, twins, noises):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def meta_of(store, cell_id):
+    with tarfile.open(record.archive_path(store, cell_id)) as tar:
+        return json.load(tar.extractfile("meta.json"))
+
+
+def second_baseline(cell, store):
+    """A clean run of the cell's shape and rate other than its twin, recorded undisturbed."""
+    for c in matrix.cells():
+        if (c.clean and c.shape == cell.shape and c.rate == cell.rate and c.id != cell.twin and
+                record.current(store, c) and
+                (meta_of(store, c.id).get("others_cpu_share") or 0) <= DISTURBED):
+            return c.id
+    return None
+
+
 def clean_pair(pair, tools, store):
-    a, b = pair
+    """diff over clean runs: (base, current) or (base, base, current)."""
+    *bases, cur = pair
+    base = bases[0] if len(bases) == 1 else bases
     work = tempfile.mkdtemp(prefix="perftracker-score.")
     try:
-        ma, ra = extract(store, a, os.path.join(work, "a"))
-        mb, rb = extract(store, b, os.path.join(work, "b"))
+        metas, rings = [], []
+        for i, cell_id in enumerate(pair):
+            m, r = extract(store, cell_id, os.path.join(work, str(i)))
+            metas.append(m)
+            rings.append(r)
         # Two runs of which one shared the machine with other work differ by that work: no
         # measure of run-to-run noise, as no twin of it is a counterfactual.
-        if any((m.get("others_cpu_share") or 0) > DISTURBED for m in (ma, mb)):
-            return {"base": a, "cur": b, "disturbed": True}
-        return {"base": a, "cur": b, "exit": diff_exit(tools, ra, rb)}
+        if any((m.get("others_cpu_share") or 0) > DISTURBED for m in metas):
+            return {"base": base, "cur": cur, "disturbed": True}
+        return {"base": base, "cur": cur,
+                "exit": diff_exit(tools, rings[:-1] if len(bases) > 1 else rings[0], rings[-1])}
     except (OSError, tarfile.TarError) as e:
-        return {"base": a, "cur": b, "error": str(e)[:300]}
+        return {"base": base, "cur": cur, "error": str(e)[:300]}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -236,13 +269,23 @@ def run_noise(cells, twins):
     return {k: (max(v) - min(v)) / statistics.median(v) for k, v in steps.items() if len(v) > 1}
 
 
-def clean_pairs(cells, store):
-    """Consecutive recorded clean seeds of each shape and rate, as (base, current)."""
+def clean_pairs(cells, store, baselines=1):
+    """Consecutive recorded clean seeds of each shape and rate, as (base, current), or with
+    two baselines (base, base, current)."""
     groups = defaultdict(list)
     for c in cells:
         if c.clean and record.current(store, c):
             groups[(c.shape, c.rate)].append(c.id)
-    return [(ids[i], ids[i + 1]) for ids in groups.values() for i in range(len(ids) - 1)]
+    k = baselines + 1
+    return [tuple(ids[i:i + k]) for ids in groups.values() for i in range(len(ids) - k + 1)]
+
+
+def clean_alarms(pairs):
+    """diff's exits over clean runs: false alarms, and the runs set aside (beside other load)."""
+    return {"n": len([p for p in pairs if "exit" in p]),
+            "false_alarms": sum(p.get("exit") == 1 for p in pairs),
+            "disturbed": sum(bool(p.get("disturbed")) for p in pairs),
+            "pairs": pairs}
 
 
 def figures(outcomes):
@@ -276,8 +319,12 @@ def figures(outcomes):
         f["what_if_median_abs_err"] = round(statistics.median(abs(e) for e in errs), 3)
     detected = [o["diff_detected"] for o in outcomes if "diff_detected" in o]
     f["diff_planted"] = rate(len(detected), sum(detected))
-    named = [o["diff_named"] for o in outcomes if "diff_named" in o]
-    f["diff_function_named"] = rate(len(named), sum(named))
+    detected = [o["diff_detected_2"] for o in outcomes if "diff_detected_2" in o]
+    f["diff_planted_2"] = rate(len(detected), sum(detected))
+    for what in ("function", "kernel"):
+        named = [o["diff_named"] for o in outcomes
+                 if "diff_named" in o and o.get("diff_what", "function") == what]
+        f[f"diff_{what}_named"] = rate(len(named), sum(named))
     return f
 
 
@@ -291,6 +338,8 @@ def score(cells, m, tools, store, jobs_n):
     with ThreadPoolExecutor(max(1, jobs_n)) as pool:
         outcomes = list(pool.map(lambda c: score_cell(c, tools, store, twins, noises), recorded))
         pairs = list(pool.map(lambda p: clean_pair(p, tools, store), clean_pairs(cells, store)))
+        triples = list(pool.map(lambda p: clean_pair(p, tools, store),
+                                clean_pairs(cells, store, baselines=2)))
     errors = [o for o in outcomes if "error" in o]
     outcomes = [o for o in outcomes if "error" not in o]
     board = {"schema": SCHEMA, "commit": record.commit(),
@@ -300,10 +349,8 @@ def score(cells, m, tools, store, jobs_n):
                        "recorded": len(recorded), "scored": len(outcomes),
                        "errors": len(errors), "stale": stale},
              "totals": figures(outcomes),
-             "diff_clean_pairs": {"n": len([p for p in pairs if "exit" in p]),
-                                  "false_alarms": sum(p.get("exit") == 1 for p in pairs),
-                                  "disturbed": sum(bool(p.get("disturbed")) for p in pairs),
-                                  "pairs": pairs},
+             "diff_clean_pairs": clean_alarms(pairs),
+             "diff_clean_triples": clean_alarms(triples),
              "by": {axis: {value: figures([o for o in outcomes if o[axis] == value])
                            for value in sorted({o[axis] for o in outcomes})} for axis in AXES},
              "run_noise": {f"{k[0]}.{k[1]}": round(v, 4) for k, v in sorted(noises.items())},
@@ -313,6 +360,12 @@ def score(cells, m, tools, store, jobs_n):
              "errors": errors,
              "outcomes": outcomes}
     return board
+
+
+def alarms_line(what, alarms):
+    alarms = alarms or {"n": 0, "false_alarms": 0}
+    return (f"| diff: false alarms over {what} | {alarms['false_alarms']} of {alarms['n']} "
+            f"({alarms.get('disturbed', 0)} set aside, recorded beside other load) |")
 
 
 def pct(f):
@@ -344,13 +397,15 @@ def text(board):
              f"| what-if within 25% of the clean twin | {pct(t['what_if_25pct'])} "
              f"(median error {t.get('what_if_median_abs_err', '-')}; "
              f"{t['what_if_disturbed']} set aside, recorded beside other load) |",
-             f"| diff: false alarms over clean pairs | {board['diff_clean_pairs']['false_alarms']}"
-             f" of {board['diff_clean_pairs']['n']} "
-             f"({board['diff_clean_pairs'].get('disturbed', 0)} set aside, recorded beside other "
-             f"load) |",
+             alarms_line("clean pairs", board["diff_clean_pairs"]),
+             alarms_line("a clean run against two others", board.get("diff_clean_triples")),
              f"| diff: quiet faults detected against their twin | {pct(t['diff_planted'])} |",
+             f"| diff: quiet faults detected against the twin and a second clean run | "
+             f"{pct(t.get('diff_planted_2'))} |",
              f"| diff: a function 10% slower on every rank named against its twin | "
-             f"{pct(t['diff_function_named'])} |", "",
+             f"{pct(t['diff_function_named'])} |",
+             f"| diff: a kernel 10% slower on every rank named against its twin | "
+             f"{pct(t['diff_kernel_named'])} |", "",
              "The clean seeds' run-to-run spread of the step, by shape: " +
              ", ".join(f"{k} {100 * v:.1f}%" for k, v in board["run_noise"].items()) + ".", ""]
     for axis in AXES:
@@ -374,7 +429,8 @@ def text(board):
     lines += ["", "## Failures", "", "| cell | truth | said instead |", "| --- | --- | --- |"]
     for o in board["failures"]:
         lines.append(f"| {o['id']} | {o.get('truth', 'no claim')} | {o['said']} |")
-    for p in board["diff_clean_pairs"]["pairs"]:
+    for p in board["diff_clean_pairs"]["pairs"] + board.get("diff_clean_triples", {}).get(
+            "pairs", []):
         if p.get("exit") == 1:
             lines.append(f"| diff {p['base']} -> {p['cur']} | exit 0 | exit 1 |")
     for o in board["errors"]:
@@ -394,8 +450,8 @@ CI_DATA = os.path.join(record.REPO, "test", "data", "accuracy")
 CI_FLOOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ci_floor.json")
 # Figures where more is better, and where less is.
 HIGHER = ("top1", "rank", "category", "function", "margin_2x", "what_if_25pct", "diff_planted",
-          "diff_function_named")
-LOWER = ("false_claims_clean", "false_claims_masked")
+          "diff_planted_2", "diff_function_named", "diff_kernel_named")
+LOWER = ("false_claims_clean", "false_claims_masked", "diff_false_alarms")
 
 
 def ci_cells(m):
@@ -408,6 +464,12 @@ def pack_ci(m, tools, store):
     reduced files is the report from the rings) beside its meta.json."""
     os.makedirs(CI_DATA, exist_ok=True)
     for c in ci_cells(m):
+        # A cell packed from the same recording keeps its bytes (a store laid anew from the
+        # subset holds reduced files already): the repository grows by the new cells only.
+        packed = os.path.join(CI_DATA, c.id + ".tgz")
+        if os.path.exists(packed) and meta_of(CI_DATA, c.id).get("recorded") == \
+                meta_of(store, c.id).get("recorded"):
+            continue
         work = tempfile.mkdtemp(prefix="perftracker-pack.")
         try:
             meta, rings = extract(store, c.id, work)
@@ -417,7 +479,7 @@ def pack_ci(m, tools, store):
                                capture_output=True, text=True)
             if p.returncode != 0:
                 raise SystemExit(f"bench: reduce {c.id}: {p.stderr.strip()}")
-            with tarfile.open(os.path.join(CI_DATA, c.id + ".tgz"), "w:gz") as tar:
+            with tarfile.open(packed, "w:gz") as tar:
                 tar.add(os.path.join(work, "meta.json"), "meta.json")
                 tar.add(os.path.join(work, "reduced"), "rings")
         finally:
@@ -428,9 +490,16 @@ def ci_board(m, tools, jobs_n):
     return score(ci_cells(m), m, tools, CI_DATA, jobs_n)
 
 
+def figure(board, k):
+    if k == "diff_false_alarms":
+        return sum(board.get(p, {}).get("false_alarms", 0)
+                   for p in ("diff_clean_pairs", "diff_clean_triples"))
+    return board["totals"][k]["k"]
+
+
 def floor_of(board):
     return {"commit": board["commit"],
-            "figures": {k: board["totals"][k]["k"] for k in HIGHER + LOWER},
+            "figures": {k: figure(board, k) for k in HIGHER + LOWER},
             "cells": {o["id"]: cell_right(o) for o in board["outcomes"]}}
 
 
@@ -448,7 +517,7 @@ def compare(floor, board):
         failed.append(f"{board['cells']['scored']} cells scored of the floor's "
                       f"{len(floor['cells'])} ({len(board['errors'])} unreadable)")
     for k in HIGHER + LOWER:
-        was, got = floor["figures"][k], now["figures"][k]
+        was, got = floor["figures"].get(k, 0), now["figures"][k]  # a figure new since: 0
         worse = got < was if k in HIGHER else got > was
         lines.append(f"{'FAIL' if worse else 'ok  '} {k:20} {got} (floor {was})")
         if worse:

@@ -658,3 +658,34 @@ TEST_CASE("a copy's call site is never priced above its pattern's timed device t
 }
 
 }  // namespace perftracker::testing
+
+namespace perftracker::testing {
+
+TEST_CASE("a sync's longer wait on a device rank is its device's, never the host's own cost",
+          "[analyzer][critical]") {
+  // Rank 5 waits 30 ms a step longer in its loss read (a pipeline's last stage waiting for a
+  // peer's activations), on its critical path by the collector's queue model: the wait is
+  // for the device, whose own work or peers carry the cause; the sync is no candidate.
+  JobSpec spec = EightWindows();
+  spec.edit = [](int rank, format::Window* w) {
+    const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
+    w->critical_path = true;
+    const uint64_t each = rank == 5 ? 50'000'000 : 20'000'000;
+    w->device_idle_ns = (each + 1'000'000) * n;
+    format::FunctionPattern f =
+        LeafFunction(format::FunctionKind::kSync, "/home/user/cuda.py:61:Buffer.item", n, each);
+    f.critical_ns = f.self_ns;
+    w->functions.push_back(f);
+    REQUIRE(format::FillFunctionIds(&w->functions));
+  };
+  const Json j = AnalyzeJob(spec);
+  INFO(j["candidates"].dump(2).substr(0, 3000));
+  for (const Json& c : j["candidates"]) CHECK(c["kind"] != "sync");
+  const Json all = AnalyzeJob(spec, {"--min-score", "0"});
+  const Json* seen = Find(all["candidates"], "/home/user/cuda.py:61:Buffer.item");
+  REQUIRE(seen != nullptr);
+  CHECK((*seen)["evidence"]["decided_by"] == "device_wait");
+  CHECK((*seen)["impact_s_per_iter"].get<double>() == 0);
+}
+
+}  // namespace perftracker::testing

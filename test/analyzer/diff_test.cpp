@@ -247,3 +247,63 @@ TEST_CASE("diff: a function slower after lines were added above it is the same f
 }
 
 }  // namespace perftracker::testing
+
+namespace perftracker::testing {
+namespace {
+
+// Clean(seed) with the reduction kernels' device time `slowed` times as long (the synthetic job's
+// largest compute kernel), the other kernels' (NCCL's among them) `kernels` times, and the host's
+// time and the step `host` times: a slower kernel whose waits grow the step with it (a
+// pipeline's bubbles), or a throttled GPU.
+JobSpec DeviceScaled(uint64_t seed, double slowed, double kernels, double host) {
+  JobSpec spec = Clean(seed);
+  spec.edit = [=](int, format::Window* w) {
+    const auto scale = [](uint64_t& v, double f) {
+      v = static_cast<uint64_t>(static_cast<double>(v) * f);
+    };
+    for (format::FunctionPattern& p : w->functions) {
+      if (p.kind == format::FunctionKind::kKernel) {
+        scale(p.device_ns, p.name.find("reduce_kernel") != std::string::npos ? slowed : kernels);
+        continue;
+      }
+      scale(p.self_ns, host), scale(p.total_ns, host), scale(p.critical_ns, host);
+      scale(p.wait_ns, host);
+    }
+    for (format::CollectivePattern& c : w->collectives) scale(c.host_ns, host);
+    scale(w->iterations.total_ns, host), scale(w->iterations.min_ns, host);
+    scale(w->iterations.max_ns, host);
+    w->end_mono_ns =
+        w->start_mono_ns +
+        static_cast<uint64_t>(static_cast<double>(w->end_mono_ns - w->start_mono_ns) * host);
+  };
+  return spec;
+}
+
+}  // namespace
+
+TEST_CASE("diff: a kernel is judged against the devices' other work, not the step it grew",
+          "[analyzer][diff]") {
+  const std::string dir = MakeTempDir();
+  WriteJob(dir + "/base", Clean(1));
+  WriteJob(dir + "/slowed", DeviceScaled(2, 1.1, 1.0, 1.1));     // one kernel, waits with it
+  WriteJob(dir + "/throttled", DeviceScaled(3, 1.1, 1.1, 1.1));  // every kernel alike
+  const CliResult slowed = Cli({"diff", dir + "/base", dir + "/slowed", "--json", "-"});
+  const CliResult throttled = Cli({"diff", dir + "/base", dir + "/throttled", "--json", "-"});
+  RemoveTree(dir);
+  const auto kernels_named = [](const Json& j) {
+    std::vector<std::string> names;
+    for (const Json& r : j["regressions"]) {
+      if (r["kind"] == "kernel") names.push_back(r["name"]);
+    }
+    return names;
+  };
+  INFO(slowed.json.dump(2).substr(0, 3000));
+  CHECK(slowed.code == 1);
+  const std::vector<std::string> named = kernels_named(slowed.json);
+  REQUIRE_FALSE(named.empty());
+  for (const std::string& n : named) CHECK(n.find("reduce_kernel") != std::string::npos);
+  INFO(throttled.json.dump(2).substr(0, 3000));
+  CHECK(kernels_named(throttled.json).empty());
+}
+
+}  // namespace perftracker::testing

@@ -342,3 +342,73 @@ TEST_CASE("a pattern the host's noise makes somewhere is not a slow rank", "[ana
 }
 
 }  // namespace perftracker::testing
+
+namespace perftracker::testing {
+
+TEST_CASE("kernels priced from one other slot's samples still show a GPU slow on all of them",
+          "[analyzer][noise]") {
+  // Four windows, the first start-up; only the third timed any launch (32 of each kernel's 64),
+  // as a job of few slow steps under 1-in-64 sampling times them. Every other slot borrows its
+  // price from that one slot, whose mean of 32 samples is known to a sixth of itself, not to all
+  // of itself: rank 3's ten kernels, each 1.5x its peers', are one finding.
+  JobSpec spec;
+  spec.shape = SmallShape();
+  spec.edit = [](int rank, format::Window* w) {
+    AsCpuWindow(w);
+    for (format::CollectivePattern& c : w->collectives) c.device_samples = c.device_ns = 0;
+    const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
+    const uint64_t each = rank == 3 ? 1'875'000 : 1'250'000;  // 8 calls a step: 15 or 10 ms
+    const uint64_t samples = w->window_seq == 2 ? 4 * n : 0;
+    for (int k = 0; k < 10; ++k) {
+      format::FunctionPattern p = LeafFunction(format::FunctionKind::kKernel,
+                                               "gemm_kernel_" + std::to_string(k), 8 * n, 10'000);
+      p.device_samples = samples;
+      p.device_ns = samples * each;
+      w->functions.push_back(p);
+    }
+    REQUIRE(format::FillFunctionIds(&w->functions));
+  };
+  const Json j = AnalyzeJob(spec);
+  INFO(j["candidates"].dump(2).substr(0, 4000));
+  REQUIRE_FALSE(j["candidates"].empty());
+  const Json& top = j["candidates"][0];
+  CHECK(top["function"] == "all compute kernels");
+  CHECK(top["rank_set"] == Json::array({3}));
+  CHECK(top["evidence"]["windows_seen"].get<int>() >= 3);
+}
+
+}  // namespace perftracker::testing
+
+namespace perftracker::testing {
+
+TEST_CASE("a cost paid only in start-up is no candidate, however few windows the run has",
+          "[analyzer][noise]") {
+  // Two windows, start-up and one steady: rank 6's rendezvous takes 300 ms more in the first,
+  // persisting in half the run's windows, and costs the steady run nothing.
+  JobSpec spec;
+  spec.shape = SmallShape();
+  spec.windows = 2;
+  spec.edit = [](int rank, format::Window* w) {
+    const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
+    if (w->window_seq == 0) {
+      const uint64_t ns = rank == 6 ? 320'000'000 : 20'000'000;
+      AddCallFrame(w, "torch/distributed/rendezvous.py:209:_env_rendezvous_handler", -1, 1, ns, ns);
+    }
+    AddCallFrame(w, "/home/user/train.py:40:step", -1, n, 1'000'000, 1'000'000);
+    REQUIRE(format::FillFunctionIds(&w->functions));
+  };
+  const Json j = AnalyzeJob(spec);
+  INFO(j["candidates"].dump(2).substr(0, 3000));
+  for (const Json& c : j["candidates"]) CHECK(c["rank_set"] != Json::array({6}));
+  const Json all = AnalyzeJob(spec, {"--min-score", "0"});
+  bool seen = false;
+  for (const Json& c : all["candidates"]) {
+    if (c["function"] != "torch/distributed/rendezvous.py:209:_env_rendezvous_handler") continue;
+    seen = true;
+    CHECK(c["score"].get<double>() == 0);
+    CHECK(c["evidence"]["start_up_only"] == true);
+  }
+  CHECK(seen);
+}
+
+}  // namespace perftracker::testing

@@ -5,7 +5,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
+#include <utility>
 
 namespace simgpu {
 namespace {
@@ -85,6 +87,9 @@ Config Load() {
   if (!ParseRankFactors(c.pcie_slowdown, &c.pcie_factors)) {
     Warn("SIMGPU_PCIE_SLOWDOWN", c.pcie_slowdown);
   }
+  if (!ParseKernelFactors(c.kernel_slowdown, &c.kernel_factors)) {
+    Warn("SIMGPU_KERNEL_SLOWDOWN", c.kernel_slowdown);
+  }
   if (!ParseLinkFactors(c.link_factor, &c.link_factors)) Warn("SIMGPU_LINK_FACTOR", c.link_factor);
   if (!ParseOpFault(c.hang, &c.hang_fault)) Warn("SIMGPU_HANG", c.hang);
   if (!ParseOpFault(c.stall, &c.stall_fault)) Warn("SIMGPU_STALL", c.stall);
@@ -119,6 +124,14 @@ double FactorFor(const std::vector<RankFactor>& factors, int64_t rank, int64_t o
     if (rank >= f.first && rank <= f.last && ops >= f.from_op && ops < f.to_op) {
       factor *= f.factor;
     }
+  }
+  return factor;
+}
+
+double FactorFor(const std::vector<KernelFactor>& factors, const char* name) {
+  double factor = 1.0;
+  for (const KernelFactor& f : factors) {
+    if (name && std::strstr(name, f.name_part.c_str())) factor *= f.factor;
   }
   return factor;
 }
@@ -175,6 +188,22 @@ bool ParseLinkFactors(const std::string& spec, std::vector<LinkFactor>* out) {
       return false;
     }
     out->push_back(f);
+  }
+  return true;
+}
+
+bool ParseKernelFactors(const std::string& spec, std::vector<KernelFactor>* out) {
+  out->clear();
+  for (const std::string& entry : Split(spec, ',')) {
+    // The last '=' splits: a template argument list may hold one ("Traits<N=128>").
+    const size_t eq = entry.rfind('=');
+    KernelFactor f;
+    if (eq == std::string::npos || eq == 0 || !ParseDouble(entry.substr(eq + 1), &f.factor)) {
+      out->clear();
+      return false;
+    }
+    f.name_part = entry.substr(0, eq);
+    out->push_back(std::move(f));
   }
   return true;
 }

@@ -31,6 +31,8 @@ namespace simgpu {
   X(compute_slowdown, string, "SIMGPU_COMPUTE_SLOWDOWN", "",                                     \
     "kernel time factor per rank: R=F[@A[-B]],... (R: rank, A-B or *; @: ops issued in [A,B))") \
   X(pcie_slowdown, string, "SIMGPU_PCIE_SLOWDOWN", "", "host<->device copy time factor: R=F,..") \
+  X(kernel_slowdown, string, "SIMGPU_KERNEL_SLOWDOWN", "",                                       \
+    "kernel time factor by name on every rank: PART=F,.. (kernels whose name contains PART)")    \
   X(link_factor, string, "SIMGPU_LINK_FACTOR", "",                                               \
     "bandwidth factor per link: A-B=F (ranks A,B) or nK=F (every link of node K)")               \
   X(hang, string, "SIMGPU_HANG", "", "R:S rank R stops before its NCCL op number S")             \
@@ -66,6 +68,13 @@ struct LinkFactor {
   double factor = 1.0;
 };
 
+// A factor on every kernel whose device name contains `name_part`, on every rank: one kernel that
+// a library upgrade or a changed shape made slower, the regression `perftracker diff` must name.
+struct KernelFactor {
+  std::string name_part;
+  double factor = 1.0;
+};
+
 // "Rank R at NCCL op S" (optionally for a duration).
 struct OpFault {
   int64_t rank = -1;
@@ -83,6 +92,7 @@ struct Config {
   // Parsed forms of the spec strings.
   std::vector<RankFactor> compute_factors;
   std::vector<RankFactor> pcie_factors;
+  std::vector<KernelFactor> kernel_factors;
   std::vector<LinkFactor> link_factors;
   OpFault hang_fault;
   OpFault stall_fault;
@@ -99,6 +109,8 @@ int64_t NodeOf(int64_t global_rank);
 // Factor of `rank` in a list (1.0 when no entry matches) when this process has issued `ops`
 // NCCL ops.
 double FactorFor(const std::vector<RankFactor>& factors, int64_t rank, int64_t ops = 0);
+// Factor of the kernel named `name` (1.0 when no entry's part is in it).
+double FactorFor(const std::vector<KernelFactor>& factors, const char* name);
 
 // This process's NCCL op count: the collectives and point-to-point ops it has issued (the "op S"
 // of SIMGPU_HANG/SIMGPU_STALL and the "@A-B" of rank factors). NextOpNumber() counts one more.
@@ -108,6 +120,7 @@ int64_t NextOpNumber();
 // Parsers, exposed for tests. They return false on malformed input.
 bool ParseRankFactors(const std::string& spec, std::vector<RankFactor>* out);
 bool ParseLinkFactors(const std::string& spec, std::vector<LinkFactor>* out);
+bool ParseKernelFactors(const std::string& spec, std::vector<KernelFactor>* out);
 bool ParseOpFault(const std::string& spec, OpFault* out);
 
 }  // namespace simgpu

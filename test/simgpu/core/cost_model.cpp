@@ -39,7 +39,8 @@ int64_t KernelDurationNs(const KernelInfo& kernel) {
   uint64_t per_wave = std::max<uint64_t>(1, blocks_per_sm * static_cast<uint64_t>(c.sm_count));
   uint64_t waves = (Product(kernel.grid) + per_wave - 1) / per_wave;
   double ns = static_cast<double>(c.kernel_base_ns) + static_cast<double>(waves * c.block_ns);
-  return static_cast<int64_t>(ns * FactorFor(c.compute_factors, c.rank, OpsIssued()));
+  return static_cast<int64_t>(ns * FactorFor(c.compute_factors, c.rank, OpsIssued()) *
+                              FactorFor(c.kernel_factors, kernel.name));
 }
 
 int64_t CopyDurationNs(const CopyInfo& copy) {

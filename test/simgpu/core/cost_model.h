@@ -1,7 +1,8 @@
 // Durations of device work: kernels, copies, memsets and collectives.
 //
 // Kernel: base + waves * block time, where a wave is as many blocks as the device holds at once
-// (SMs * blocks per SM, from 2048 resident threads per SM), times the rank's compute slowdown.
+// (SMs * blocks per SM, from 2048 resident threads per SM), times the rank's compute slowdown
+// and the kernel's own (SIMGPU_KERNEL_SLOWDOWN, by name).
 // Copy: bytes / bandwidth (PCIe for host<->device, times the rank's PCIe slowdown; HBM read+write
 // for device<->device). Collective: NCCL latency + bytes on the wire / slowest link (see below).
 // Jitter multiplies a duration by 1 +- SIMGPU_JITTER, drawn from a hash of (seed, rank, stream,

@@ -53,7 +53,10 @@ const char* ComputeName(cublasComputeType_t c) {
   }
 }
 
-// e.g. sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_cublas
+// e.g. sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_cublas. cuBLAS's heuristics
+// pick a kernel by the problem's shape; here a wide output (n at least twice m: an MLP's up
+// projection, a weight gradient) gets a wider tile, so one kernel can be slowed on its own
+// (SIMGPU_KERNEL_SLOWDOWN=tilesize128x256=F), the GEMMs of other shapes as they were.
 std::string KernelName(const Gemm& g) {
   std::string name = "sm90_xmma_gemm_";
   name += TypeName(g.a_type);
@@ -64,7 +67,7 @@ std::string KernelName(const Gemm& g) {
   name += "_f32_";
   name += g.op_a == CUBLAS_OP_N ? 'n' : 't';
   name += g.op_b == CUBLAS_OP_N ? 'n' : 't';
-  name += "_n_tilesize128x128x64_cublas";
+  name += g.n >= 2 * g.m ? "_n_tilesize128x256x64_cublas" : "_n_tilesize128x128x64_cublas";
   return name;
 }
 

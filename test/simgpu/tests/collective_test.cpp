@@ -3,6 +3,7 @@
 // only asserts. Device timings are exact model values (the device clock is shared through
 // CLOCK_MONOTONIC); only host-side skew is noisy, so checks use margins or take the minimum over
 // ranks (the last rank to arrive measures the pure modelled duration).
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <unistd.h>
@@ -65,11 +66,12 @@ struct Rank {
     return ms;
   }
   // Times one GEMM modelled at `ns` (before any slowdown) and returns elapsed ms.
-  double TimedGemm(int64_t ns) {
+  double TimedGemm(int64_t ns) { return TimedKernel(simgpu_test::GemmKernel(), ns); }
+  double TimedKernel(const void* kernel, int64_t ns) {
     simgpu_test::Gate gate(stream);
     cudaEventRecord(start, stream);
-    cudaLaunchKernel(simgpu_test::GemmKernel(), simgpu_test::GridForNs(ns),
-                     dim3(simgpu_test::kThreads), nullptr, 0, stream);
+    cudaLaunchKernel(kernel, simgpu_test::GridForNs(ns), dim3(simgpu_test::kThreads), nullptr, 0,
+                     stream);
     cudaEventRecord(stop, stream);
     gate.Open();
     cudaStreamSynchronize(stream);
@@ -154,6 +156,65 @@ TEST_CASE("a compute slowdown slows one rank and its peers wait in the collectiv
     CHECK(results[rank].values[1] > 25.0);  // waited ~40 ms for rank 2
   }
   CHECK(results[2].values[1] < 15.0);  // rank 2 arrived last
+}
+
+TEST_CASE("a kernel slowdown slows the kernels of that name on every rank, and no other",
+          "[simgpu][nccl]") {
+  auto results = RunRanks(
+      2, {{"SIMGPU_KERNEL_SLOWDOWN", "gemm=1.5"}},
+      [](RankContext& ctx) {
+        Rank r(ctx);
+        simgpu_test::RegisterTestKernels();
+        r.Barrier();
+        ctx.result->values[0] = r.TimedGemm(10000000 + 2000);
+        ctx.result->values[1] = r.TimedKernel(simgpu_test::ElementwiseKernel(), 10000000 + 2000);
+      },
+      20000);
+  RequireAllFinished(results);
+  for (int rank : {0, 1}) {
+    INFO("rank " << rank);
+    CHECK(results[rank].values[0] == Approx(15.003).margin(0.01));  // "gemm_kernel"
+    CHECK(results[rank].values[1] == Approx(10.002).margin(0.01));  // "elementwise_kernel"
+  }
+}
+
+TEST_CASE("a kernel slowdown by tile slows the wide cuBLAS GEMMs and not the square ones",
+          "[simgpu][nccl]") {
+  auto body = [](RankContext& ctx) {
+    Rank r(ctx);
+    cublasHandle_t h = nullptr;
+    cublasCreate(&h);
+    cublasSetStream(h, r.stream);
+    void* buffer = nullptr;
+    cudaMalloc(&buffer, 64 * kMiB);
+    const float one = 1;
+    auto timed = [&](int m, int n, int k) {
+      simgpu_test::Gate gate(r.stream);
+      cudaEventRecord(r.start, r.stream);
+      cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, buffer, CUDA_R_16BF, k, buffer,
+                   CUDA_R_16BF, k, &one, buffer, CUDA_R_16BF, m, CUBLAS_COMPUTE_32F,
+                   CUBLAS_GEMM_DEFAULT);
+      cudaEventRecord(r.stop, r.stream);
+      gate.Open();
+      cudaStreamSynchronize(r.stream);
+      float ms = -1;
+      cudaEventElapsedTime(&ms, r.start, r.stop);
+      return double(ms);
+    };
+    ctx.result->values[0] = timed(4096, 4096, 4096);  // square: tile 128x128
+    ctx.result->values[1] = timed(2048, 8192, 4096);  // wide: tile 128x256
+    cublasDestroy(h);
+  };
+  auto plain = RunRanks(2, {}, body, 20000);
+  auto slowed = RunRanks(2, {{"SIMGPU_KERNEL_SLOWDOWN", "tilesize128x256=1.5"}}, body, 20000);
+  RequireAllFinished(plain);
+  RequireAllFinished(slowed);
+  for (int rank : {0, 1}) {
+    INFO("rank " << rank);
+    REQUIRE(plain[rank].values[1] > 0);
+    CHECK(slowed[rank].values[0] == Approx(plain[rank].values[0]).epsilon(0.001));
+    CHECK(slowed[rank].values[1] == Approx(1.5 * plain[rank].values[1]).epsilon(0.001));
+  }
 }
 
 TEST_CASE("a compute slowdown confined to a span of NCCL ops begins and ends there",
