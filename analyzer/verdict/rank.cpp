@@ -475,6 +475,7 @@ Candidate HangCandidate(const Hang& h, double iteration_s) {
 // list below the score bar. With few windows a start-up finding persists in half of them:
 // the benchmark's sim_pp.2s GC pauses (start-up and one steady window) put rank 3's
 // rendezvous first at 0.029, a claim on a job its masked dose did not slow.
+namespace {
 void StartUpOnly(std::vector<Candidate>* cands) {
   for (Candidate& c : *cands) {
     if (c.steady_iterations != 0 || c.score <= 0) continue;
@@ -482,6 +483,7 @@ void StartUpOnly(std::vector<Candidate>* cands) {
     c.evidence["start_up_only"] = true;
   }
 }
+}  // namespace
 
 std::vector<Candidate> RankCandidates(const Frame& f, const std::vector<Finding>& findings,
                                       const std::vector<Hang>& hangs, double iteration_s) {
