@@ -302,7 +302,7 @@ enum class Spent { kOnTheLoop, kOtherThreads };
 // peers waiting longer slot after slot.
 double ConfirmedByArrival(const Frame& f, const Candidate& c, double excess_s, Spent spent,
                           Json* evidence) {
-  if (c.kind == "sync" || excess_s <= 0) return 0;
+  if (excess_s <= 0) return 0;  // a sync never gets here: ChargeCriticalPath charges it nothing
   const Wait w = ArrivalWait(f, c);
   const double waited_s = (w.peer_ns - w.rank_ns) * 1e-9;
   const bool confirmed = spent == Spent::kOnTheLoop ? waited_s >= kConfirms * excess_s

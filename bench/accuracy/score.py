@@ -198,7 +198,7 @@ def score_cell(cell, tools, store, twins, noises):
                 # against the twin and a second clean run (their spread is the noise), as a
                 # user's CI with baseline runs of its own does.
                 out["diff_detected"] = diff_exit(tools, twin_rings, rings) == 1
-                second = second_baseline(cell, store)
+                second = second_baseline(cell, twins)
                 if second:
                     _, second_rings = extract(store, second, os.path.join(work, "second"))
                     out["diff_detected_2"] = diff_exit(tools, [twin_rings, second_rings],
@@ -215,14 +215,12 @@ def meta_of(store, cell_id):
         return json.load(tar.extractfile("meta.json"))
 
 
-def second_baseline(cell, store):
-    """A clean run of the cell's shape and rate other than its twin, recorded undisturbed."""
-    for c in matrix.cells():
-        if (c.clean and c.shape == cell.shape and c.rate == cell.rate and c.id != cell.twin and
-                record.current(store, c) and
-                (meta_of(store, c.id).get("others_cpu_share") or 0) <= DISTURBED):
-            return c.id
-    return None
+def second_baseline(cell, twins):
+    """A clean run of the cell's shape and rate other than its twin, recorded undisturbed
+    (`twins`: twin_steps' recorded clean runs, in seed order)."""
+    same = f"{cell.shape}.{cell.rate}.clean."  # matrix.clean_cell's ids
+    return next((cid for cid, (_, others) in twins.items() if cid.startswith(same) and
+                 cid != cell.twin and (others or 0) <= DISTURBED), None)
 
 
 def clean_pair(pair, tools, store):
@@ -240,8 +238,7 @@ def clean_pair(pair, tools, store):
         # measure of run-to-run noise, as no twin of it is a counterfactual.
         if any((m.get("others_cpu_share") or 0) > DISTURBED for m in metas):
             return {"base": base, "cur": cur, "disturbed": True}
-        return {"base": base, "cur": cur,
-                "exit": diff_exit(tools, rings[:-1] if len(bases) > 1 else rings[0], rings[-1])}
+        return {"base": base, "cur": cur, "exit": diff_exit(tools, rings[:-1], rings[-1])}
     except (OSError, tarfile.TarError) as e:
         return {"base": base, "cur": cur, "error": str(e)[:300]}
     finally:
@@ -252,8 +249,7 @@ def twin_steps(cells, store):
     out = {}
     for c in cells:
         if c.clean and record.current(store, c):
-            with tarfile.open(record.archive_path(store, c.id)) as tar:
-                meta = json.load(tar.extractfile("meta.json"))
+            meta = meta_of(store, c.id)
             out[c.id] = (mean_step(meta.get("step_times", {})), meta.get("others_cpu_share"))
     return out
 
@@ -323,7 +319,7 @@ def figures(outcomes):
     f["diff_planted_2"] = rate(len(detected), sum(detected))
     for what in ("function", "kernel"):
         named = [o["diff_named"] for o in outcomes
-                 if "diff_named" in o and o.get("diff_what", "function") == what]
+                 if "diff_named" in o and o["diff_what"] == what]
         f[f"diff_{what}_named"] = rate(len(named), sum(named))
     return f
 
@@ -363,9 +359,8 @@ def score(cells, m, tools, store, jobs_n):
 
 
 def alarms_line(what, alarms):
-    alarms = alarms or {"n": 0, "false_alarms": 0}
     return (f"| diff: false alarms over {what} | {alarms['false_alarms']} of {alarms['n']} "
-            f"({alarms.get('disturbed', 0)} set aside, recorded beside other load) |")
+            f"({alarms['disturbed']} set aside, recorded beside other load) |")
 
 
 def pct(f):
@@ -398,10 +393,10 @@ def text(board):
              f"(median error {t.get('what_if_median_abs_err', '-')}; "
              f"{t['what_if_disturbed']} set aside, recorded beside other load) |",
              alarms_line("clean pairs", board["diff_clean_pairs"]),
-             alarms_line("a clean run against two others", board.get("diff_clean_triples")),
+             alarms_line("a clean run against two others", board["diff_clean_triples"]),
              f"| diff: quiet faults detected against their twin | {pct(t['diff_planted'])} |",
              f"| diff: quiet faults detected against the twin and a second clean run | "
-             f"{pct(t.get('diff_planted_2'))} |",
+             f"{pct(t['diff_planted_2'])} |",
              f"| diff: a function 10% slower on every rank named against its twin | "
              f"{pct(t['diff_function_named'])} |",
              f"| diff: a kernel 10% slower on every rank named against its twin | "
@@ -429,8 +424,7 @@ def text(board):
     lines += ["", "## Failures", "", "| cell | truth | said instead |", "| --- | --- | --- |"]
     for o in board["failures"]:
         lines.append(f"| {o['id']} | {o.get('truth', 'no claim')} | {o['said']} |")
-    for p in board["diff_clean_pairs"]["pairs"] + board.get("diff_clean_triples", {}).get(
-            "pairs", []):
+    for p in board["diff_clean_pairs"]["pairs"] + board["diff_clean_triples"]["pairs"]:
         if p.get("exit") == 1:
             lines.append(f"| diff {p['base']} -> {p['cur']} | exit 0 | exit 1 |")
     for o in board["errors"]:

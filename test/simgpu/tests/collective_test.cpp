@@ -52,12 +52,13 @@ struct Rank {
     cudaEventCreate(&stop);
     cudaMalloc(&buffer, bytes);
   }
-  // Times one all-reduce of `bytes` on `c` (default: the world) and returns elapsed ms. The
-  // gate makes the op arrive exactly when the start event completes.
-  double TimedAllReduce(size_t bytes, ncclComm_t c = nullptr) {
+  // Times the work `enqueue` puts on the stream and returns elapsed ms. The gate makes the work
+  // start exactly when the start event completes.
+  template <class Enqueue>
+  double Timed(Enqueue enqueue) {
     simgpu_test::Gate gate(stream);
     cudaEventRecord(start, stream);
-    ncclAllReduce(buffer, buffer, bytes / 4, ncclFloat32, ncclSum, c ? c : comm, stream);
+    enqueue();
     cudaEventRecord(stop, stream);
     gate.Open();
     cudaStreamSynchronize(stream);
@@ -65,19 +66,19 @@ struct Rank {
     cudaEventElapsedTime(&ms, start, stop);
     return ms;
   }
-  // Times one GEMM modelled at `ns` (before any slowdown) and returns elapsed ms.
+  // Times one all-reduce of `bytes` on `c` (default: the world).
+  double TimedAllReduce(size_t bytes, ncclComm_t c = nullptr) {
+    return Timed([&] {
+      ncclAllReduce(buffer, buffer, bytes / 4, ncclFloat32, ncclSum, c ? c : comm, stream);
+    });
+  }
+  // Times one GEMM modelled at `ns` (before any slowdown).
   double TimedGemm(int64_t ns) { return TimedKernel(simgpu_test::GemmKernel(), ns); }
   double TimedKernel(const void* kernel, int64_t ns) {
-    simgpu_test::Gate gate(stream);
-    cudaEventRecord(start, stream);
-    cudaLaunchKernel(kernel, simgpu_test::GridForNs(ns), dim3(simgpu_test::kThreads), nullptr, 0,
-                     stream);
-    cudaEventRecord(stop, stream);
-    gate.Open();
-    cudaStreamSynchronize(stream);
-    float ms = -1;
-    cudaEventElapsedTime(&ms, start, stop);
-    return ms;
+    return Timed([&] {
+      cudaLaunchKernel(kernel, simgpu_test::GridForNs(ns), dim3(simgpu_test::kThreads), nullptr, 0,
+                       stream);
+    });
   }
   void Barrier() {
     ncclAllReduce(buffer, buffer, 1, ncclFloat32, ncclSum, comm, stream);
@@ -189,17 +190,11 @@ TEST_CASE("a kernel slowdown by tile slows the wide cuBLAS GEMMs and not the squ
     cudaMalloc(&buffer, 64 * kMiB);
     const float one = 1;
     auto timed = [&](int m, int n, int k) {
-      simgpu_test::Gate gate(r.stream);
-      cudaEventRecord(r.start, r.stream);
-      cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, buffer, CUDA_R_16BF, k, buffer,
-                   CUDA_R_16BF, k, &one, buffer, CUDA_R_16BF, m, CUBLAS_COMPUTE_32F,
-                   CUBLAS_GEMM_DEFAULT);
-      cudaEventRecord(r.stop, r.stream);
-      gate.Open();
-      cudaStreamSynchronize(r.stream);
-      float ms = -1;
-      cudaEventElapsedTime(&ms, r.start, r.stop);
-      return double(ms);
+      return r.Timed([&] {
+        cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, m, n, k, &one, buffer, CUDA_R_16BF, k, buffer,
+                     CUDA_R_16BF, k, &one, buffer, CUDA_R_16BF, m, CUBLAS_COMPUTE_32F,
+                     CUBLAS_GEMM_DEFAULT);
+      });
     };
     ctx.result->values[0] = timed(4096, 4096, 4096);  // square: tile 128x128
     ctx.result->values[1] = timed(2048, 8192, 4096);  // wide: tile 128x256
