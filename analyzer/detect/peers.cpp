@@ -4,6 +4,8 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include "analyzer/base/parallel.h"
 
@@ -13,10 +15,14 @@ namespace {
 struct Role {
   std::set<std::tuple<uint8_t, uint64_t, uint32_t, bool>> shape;  // op, bytes, size, p2p
   std::set<uint64_t> comms;                                       // collective communicators
-  std::vector<uint32_t> functions;                                // sorted catalog indices
+  std::vector<uint32_t> functions;  // sorted, one catalog index per name (RoleOf)
 };
 
-Role RoleOf(const Dataset& ds, const RankData& r) {
+// `name_of[i]`: the first catalog function with function i's name. A role is the code a rank
+// runs, not the call paths it reached it by: which frame was open when a kernel launched or a
+// send went out varies with timing (the benchmark's sim_pp pair, one rank's reads slowed: the
+// same layer's forward and kernels under other paths on the slow rank, 0.79 alike by path).
+Role RoleOf(const Dataset& ds, const RankData& r, const std::vector<uint32_t>& name_of) {
   Role role;
   const auto& colls = ds.catalog.collectives();
   // Functions of the steady state: start-up and shutdown differ between ranks that do the same
@@ -35,11 +41,12 @@ Role RoleOf(const Dataset& ds, const RankData& r) {
     for (size_t i = 0; i < s.functions.size(); ++i) slots_with[i] += s.functions[i].count > 0;
   }
   const size_t needed = (r.slots.size() + 1) / 2;
-  for (size_t fn = 0; fn < slots_with.size(); ++fn) {
-    if (slots_with[fn] > 0 && slots_with[fn] >= needed) {
-      role.functions.push_back(static_cast<uint32_t>(fn));
-    }
+  for (size_t fn = 0; fn < slots_with.size() && fn < name_of.size(); ++fn) {
+    if (slots_with[fn] > 0 && slots_with[fn] >= needed) role.functions.push_back(name_of[fn]);
   }
+  std::sort(role.functions.begin(), role.functions.end());
+  role.functions.erase(std::unique(role.functions.begin(), role.functions.end()),
+                       role.functions.end());
   return role;
 }
 
@@ -141,9 +148,15 @@ std::string RankListLabel(const std::vector<int>& ranks) {
 }
 
 std::vector<PeerGroup> GroupPeers(const Dataset& ds) {
+  const auto& fns = ds.catalog.functions();
+  std::vector<uint32_t> name_of(fns.size());
+  std::unordered_map<std::string_view, uint32_t> first;
+  for (size_t i = 0; i < fns.size(); ++i) {
+    name_of[i] = first.try_emplace(fns[i].name, static_cast<uint32_t>(i)).first->second;
+  }
   std::vector<Role> roles(ds.ranks.size());
   ParallelFor(roles.size(), ds.threads,
-              [&](size_t i, size_t) { roles[i] = RoleOf(ds, ds.ranks[i]); });
+              [&](size_t i, size_t) { roles[i] = RoleOf(ds, ds.ranks[i], name_of); });
   std::vector<std::vector<size_t>> parts;
   for (const auto& component : Components(roles)) SplitBySimilarity(component, roles, &parts);
   std::sort(parts.begin(), parts.end());
