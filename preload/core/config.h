@@ -34,7 +34,8 @@ namespace perftracker::preload {
   X(MAX_FUNCTIONS, Uint, max_functions, 16384,                                                  \
     "distinct functions (call paths, kernels, call sites) recorded per process")                \
   X(SAMPLE_EVERY, Uint, sample_every, 64,                                                       \
-    "device time of 1 in N kernel launches / copies per call site (timing events); 0 = none")  \
+    "device time of 1 in N kernel launches / copies per call site, and of its first in each "  \
+    "window (timing events); 0 = none")                                                         \
   X(HOST_SAMPLE_EVERY, Uint, host_sample_every, 8,                                              \
     "host time of 1 in N non-blocking CUDA calls per thread on average (the rest are counted); "\
     "1 = every call")                                                                          \

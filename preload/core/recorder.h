@@ -93,6 +93,9 @@ void RecordCall(Slot slot, uint64_t end_ns, uint64_t duration_ns, uint64_t self_
 // the iterations and windows where it was spent. Only frames open across an iteration boundary
 // are cut: the outer loop, background loops, not the calls inside a step.
 inline std::atomic<uint32_t> g_slice_epoch{0};
+// Windows written so far (the writer's Append). The device sampler times each call site's first
+// call in a window besides 1 in PERFTRACKER_SAMPLE_EVERY (cuda/cuda_sites.h SampleSite).
+inline std::atomic<uint32_t> g_window_epoch{0};
 
 // The time a call still running spent up to `now_ns` since its start or its previous slice
 // (kCallSlice): it counts in this window's totals, not as a call.

@@ -163,6 +163,7 @@ void CollectHealth(WriterState& w, ThreadRing* ring) {
 void Append(WriterState& w, format::Window& window) {
   if (YieldedToRanks(w)) return;
   g_slice_epoch.fetch_add(1, std::memory_order_relaxed);  // iterations may not come from Python
+  g_window_epoch.fetch_add(1, std::memory_order_relaxed);
   window.detailed = w.mode_trigger->Detailed(window.iter_begin);
   const auto bytes = w.encoder.Encode(window, format::LibraryDetails(window));
   SlowDisk(w);

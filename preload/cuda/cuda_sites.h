@@ -35,6 +35,7 @@ struct SiteEntry {
   std::atomic<uint64_t> key{0};
   std::atomic<Slot> slot{kUnresolved};
   std::atomic<uint32_t> calls{0};  // sampling counter; racy increments only skew sampling
+  std::atomic<uint32_t> window{0};  // g_window_epoch at its last first-in-window sample
 };
 
 // Open addressing over a power-of-two array; a key is claimed by CAS from 0 and never removed.
@@ -88,12 +89,21 @@ inline Slot SiteSlot(SiteEntry* site, ApiSlot& api, void* return_address) {
   return ResolveSiteSlot(site, api, return_address);
 }
 
-// True on the 1st, (N+1)th, ... call through `site` (N = PERFTRACKER_SAMPLE_EVERY; never if 0).
+// True on the 1st, (N+1)th, ... call through `site` (N = PERFTRACKER_SAMPLE_EVERY; never if 0),
+// and on its first call in each window. A site called once a step (a batch's host-to-device
+// copy) is timed once in 64 steps by the count alone: at 1 s steps a few times a run, and most
+// windows then price it from no sample of their own (the benchmark's sim_tp copy degraded at
+// 1 s steps went unnamed). A window's first call costs one timed call per site per window.
 inline bool SampleSite(SiteEntry* site) {
   const uint32_t every = g_device_sample_every.load(std::memory_order_relaxed);
   if (site == nullptr || every == 0) return false;
   const uint32_t n = site->calls.load(std::memory_order_relaxed);
   site->calls.store(n + 1, std::memory_order_relaxed);
+  const uint32_t window = g_window_epoch.load(std::memory_order_relaxed);
+  if (site->window.load(std::memory_order_relaxed) != window) [[unlikely]] {
+    site->window.store(window, std::memory_order_relaxed);
+    return true;
+  }
   return n % every == 0;
 }
 void SetSampleEvery(uint32_t every);

@@ -195,6 +195,30 @@ TEST_CASE("a non-blocking communicator's collectives are counted, never timed be
   CHECK(truth.at("ncclSend") == kRanks * kIters);
 }
 
+TEST_CASE("a call site's first launch in each window is timed besides 1 in N",
+          "[preload][nccl][sampling]") {
+  constexpr int kRanks = 2, kIters = 80;
+  const std::string out = MakeTempDir(), counters = MakeTempDir();
+  // 4 GEMM launches an iteration through one call site (320), windows of 8 iterations (about
+  // 35 ms at real time scale, so the writer closes each in a drain of its own): 1 in 64 times
+  // 5 of them, and each window's first launch adds one.
+  REQUIRE(WaitAll(StartRanks(kRanks, kIters, out, counters,
+                             {{"PERFTRACKER_SAMPLE_EVERY", "64"},
+                              {"PERFTRACKER_WINDOW_ITERS", "8"},
+                              {"PERFTRACKER_WINDOW_S", "0"},
+                              {"SIMGPU_TIME_SCALE", "1"},
+                              {"WORKLOAD_NO_P2P", "1"}}),
+                  120));
+  const RankSummary s = ReadRank(out, 0);
+  REQUIRE(s.found);
+  REQUIRE(s.windows >= 8);
+  const Totals& gemm = s.kernels.at("gemm_kernel");
+  CHECK(gemm.count == 4u * kIters);
+  INFO("windows " << s.windows << ", samples " << gemm.device_samples);
+  CHECK(gemm.device_samples >= 5 + s.windows / 2);
+  CHECK(gemm.device_samples <= 5 + s.windows + 1);
+}
+
 TEST_CASE("a hang leaves the stuck sequence number in the live slot after SIGKILL",
           "[preload][nccl]") {
   constexpr int kRanks = 4;
