@@ -112,10 +112,19 @@ std::string EnclosingCategory(const Frame& f, const Finding& x) {
   return "";
 }
 
+size_t GroupSize(const Frame& f, int group) {
+  if (group < 0 || static_cast<size_t>(group) >= f.groups->size()) return 0;
+  return (*f.groups)[static_cast<size_t>(group)].members.size();
+}
+
+// `ranks` of peer group `group` are the group as a whole: three quarters of it or more.
+bool CoversGroup(const Frame& f, int group, size_t ranks) {
+  const size_t n = GroupSize(f, group);
+  return n >= 2 && ranks * 4 >= n * 3;
+}
+
 bool AllOfGroup(const Frame& f, const Finding& x) {
-  if (x.group < 0) return false;
-  const size_t n = (*f.groups)[static_cast<size_t>(x.group)].members.size();
-  return n >= 2 && x.ranks.size() * 4 >= n * 3;
+  return CoversGroup(f, x.group, x.ranks.size());
 }
 
 Candidate ToCandidate(const Frame& f, const Finding& x) {
@@ -367,10 +376,9 @@ bool WholeGroup(const Candidate& c) {
 // what is normal.
 bool Material(const Frame& f, const Candidate& c) {
   if (c.source != Source::kExpectedRange && c.source != Source::kTemporal) return true;
-  if (c.source == Source::kExpectedRange && c.group >= 0 &&
-      static_cast<size_t>(c.group) < f.groups->size()) {
-    const size_t n = (*f.groups)[static_cast<size_t>(c.group)].members.size();
-    if (n >= 2 && c.rank_set.size() * 4 < n * 3) return true;  // AllOfGroup's share
+  if (c.source == Source::kExpectedRange && GroupSize(f, c.group) >= 2 &&
+      !CoversGroup(f, c.group, c.rank_set.size())) {
+    return true;
   }
   const double step_s = c.evidence.value("iteration_s", 0.0);
   return step_s <= 0 || c.impact_s_per_iter >= f.th.whole_group_material * step_s;
