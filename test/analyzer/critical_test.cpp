@@ -130,9 +130,6 @@ TEST_CASE("device verdicts say device time decided them", "[analyzer][critical]"
   CHECK(j["candidates"][0]["evidence"]["decided_by"] == "device_time");
 }
 
-}  // namespace perftracker::testing
-
-namespace perftracker::testing {
 namespace {
 
 // A 16-rank job with CPU contention on rank 13: its host code 1.6x slower.
@@ -184,9 +181,6 @@ TEST_CASE("host time the scheduler does not explain is the rank's own", "[analyz
   CHECK(top["evidence"]["run_queue"]["explains_share"].get<double>() < 0.1);
 }
 
-}  // namespace perftracker::testing
-
-namespace perftracker::testing {
 namespace {
 
 constexpr char kFeeder[] = "threading.py:981:Thread._bootstrap";
@@ -656,10 +650,6 @@ TEST_CASE("a copy's call site is never priced above its pattern's timed device t
   CHECK(Find(j["candidates"], kCopySite) == nullptr);
   CHECK(Find(j["candidates"], kCopy) == nullptr);
 }
-
-}  // namespace perftracker::testing
-
-namespace perftracker::testing {
 
 TEST_CASE("a sync's longer wait on a device rank is its device's, never the host's own cost",
           "[analyzer][critical]") {

@@ -162,9 +162,6 @@ TEST_CASE("a library leaf under a chain of containers is named at the user frame
   CHECK(cands[0]["evidence"]["beta"].get<double>() > 0.075);
 }
 
-}  // namespace perftracker::testing
-
-namespace perftracker::testing {
 namespace {
 
 constexpr char kBlockForward[] = "/home/user/model.py:150:Block.forward";

@@ -154,9 +154,6 @@ TEST_CASE("diff: a collective is a regression by what its change costs the step"
 }
 
 }  // namespace
-}  // namespace perftracker::testing
-
-namespace perftracker::testing {
 namespace {
 
 // Clean(seed) with every step `factor` times as long, each function and collective alike: a
@@ -246,9 +243,6 @@ TEST_CASE("diff: a function slower after lines were added above it is the same f
   CHECK(named);
 }
 
-}  // namespace perftracker::testing
-
-namespace perftracker::testing {
 namespace {
 
 // Clean(seed) with the reduction kernels' device time `slowed` times as long (the synthetic job's

@@ -214,10 +214,6 @@ TEST_CASE("a GC pause is the collector's, not the Python function's that trigger
   }
 }
 
-}  // namespace perftracker::testing
-
-namespace perftracker::testing {
-
 // After the last step every rank synchronizes, meets the others at a barrier and tears down: a
 // window with no iteration in it, whose time is all waiting. It is no slow iteration.
 TEST_CASE("the shutdown after the last iteration is not a slowdown", "[analyzer][noise]") {
@@ -237,10 +233,6 @@ TEST_CASE("the shutdown after the last iteration is not a slowdown", "[analyzer]
   INFO(j["candidates"].dump(2));
   CHECK(j["candidates"].empty());
 }
-
-}  // namespace perftracker::testing
-
-namespace perftracker::testing {
 
 // Ranks switch to detailed mode on their own (the slowdown trigger): near the threshold, rank 3
 // alone records windows 2-4 in detailed mode. There a cheap leaf that light mode folds into its
@@ -277,10 +269,6 @@ TEST_CASE("a rank alone in detailed mode is not a deviation", "[analyzer][noise]
   CHECK(j["candidates"].empty());
 }
 
-}  // namespace perftracker::testing
-
-namespace perftracker::testing {
-
 // Rank 0 starts up differently (it hosts the store, imports more: 300 functions of its own in
 // the first window) and saves a checkpoint in one window: its steady state is its peers', so it
 // stays among them.
@@ -300,9 +288,6 @@ TEST_CASE("start-up and one-off work do not split a rank from its peers", "[anal
   CHECK(j["peer_groups"][0]["ranks"].size() == kRanks);
 }
 
-}  // namespace perftracker::testing
-
-namespace perftracker::testing {
 namespace {
 
 // An oversubscribed host: every rank is preempted in every window, each time inside a different
@@ -341,10 +326,6 @@ TEST_CASE("a pattern the host's noise makes somewhere is not a slow rank", "[ana
   CHECK(j["candidates"].empty());
 }
 
-}  // namespace perftracker::testing
-
-namespace perftracker::testing {
-
 TEST_CASE("kernels priced from one other slot's samples still show a GPU slow on all of them",
           "[analyzer][noise]") {
   // Four windows, the first start-up; only the third timed any launch (32 of each kernel's 64),
@@ -376,10 +357,6 @@ TEST_CASE("kernels priced from one other slot's samples still show a GPU slow on
   CHECK(top["rank_set"] == Json::array({3}));
   CHECK(top["evidence"]["windows_seen"].get<int>() >= 3);
 }
-
-}  // namespace perftracker::testing
-
-namespace perftracker::testing {
 
 TEST_CASE("a cost paid only in start-up is no candidate, however few windows the run has",
           "[analyzer][noise]") {
