@@ -71,6 +71,12 @@ uint64_t PlaceTimes(std::span<const Event> events, uint64_t before, std::vector<
 
 uint64_t CriticalPath::DeviceNs(const Event& e) const {
   if (e.type == EventType::kCollLaunch) return Lookup(collective_ns_, e.slot);
+  // A cuBLAS GEMM is a timed call of its shape's slot (cuBLAS launches through its own static
+  // runtime, past the launch hooks), its sampled device time learned under that slot. Python
+  // frames never have one.
+  if (e.type == EventType::kCall) {
+    return (e.flags[0] & (kCallUntimed | kCallSlice)) == 0 ? Lookup(kernel_ns_, e.slot) : 0;
+  }
   if (e.type != EventType::kNativeCall) return 0;
   const auto site = static_cast<Slot>(e.a);
   const auto work = static_cast<Slot>(e.a >> 32);
@@ -97,8 +103,13 @@ void CriticalPath::Feed(const void* thread, std::span<const Event> events) {
   const size_t before = others_.size();
   for (size_t i = 0; i < events.size(); ++i) {
     const uint64_t t = other_times_[i];
-    if (!Placed(events[i]) || t == 0) continue;
     const Event& e = events[i];
+    // A GEMM's call is timed: its end is when its work was enqueued.
+    if (e.type == EventType::kCall && e.t != 0) {
+      if (const uint64_t device = DeviceNs(e)) others_.push_back({e.t, device});
+      continue;
+    }
+    if (!Placed(e) || t == 0) continue;
     // A blocking call that waited on another thread proves the device busy just as well.
     if (e.type == EventType::kNativeCall && (e.flags[0] & kNativeTimed) != 0 &&
         (e.flags[0] & kNativeBlocking) != 0 && e.b > kWaitedNs) {
@@ -166,6 +177,7 @@ void CriticalPath::Walk(std::span<const Event> events, std::vector<Event>* out) 
         break;
       case EventType::kCall:
         if ((e.flags[0] & kCallUntimed) == 0) HostCall(e, t, out);
+        if (const uint64_t device = DeviceNs(e)) Enqueue(t, device);  // a GEMM's work
         break;
       case EventType::kIteration:
         EndIteration(t, out);

@@ -12,7 +12,12 @@
 //     its interval minus its callees' (they end first: a stack of finished intervals).
 //   - The device queue, estimated: a native call whose kind of work has a known device time
 //     (a kernel, a copy: the running mean of its sampled device times, CUPTI's when on) enqueues
-//     that much after max(its host end, the queue's end); a collective launch likewise. Calls
+//     that much after max(its host end, the queue's end); a collective launch likewise, and a
+//     cuBLAS GEMM, a timed call of its shape's slot (cuBLAS launches past the runtime hooks:
+//     without its GEMMs the queue held a fifth of a transformer step's work, and a host delay
+//     the device's queue absorbed was charged as critical). With the driver tier on
+//     (PERFTRACKER_DRIVER=1) cuBLAS's own launches are seen as well and a GEMM counts twice:
+//     the queue overstated, host time undercharged. Calls
 //     whose host time was not sampled have no timestamp: they are placed evenly between the
 //     timed events around them. A blocking call that waited (a sync, a blocking copy) proves
 //     the device busy until it returned.

@@ -136,3 +136,41 @@ TEST_CASE("another thread's wait proves the device busy", "[critical]") {
 }
 
 }  // namespace perftracker::preload
+
+namespace perftracker::preload {
+
+// cuBLAS launches its GEMMs through its own static runtime, past the launch hooks: a GEMM is a
+// timed call of its shape's slot, its device time learned under that slot. The bulk of a
+// transformer step's device work is GEMMs; a queue without them looked empty while the host
+// read its next batch, and the read was charged as critical where the device never waited.
+TEST_CASE("a GEMM call's device work keeps the queue busy, from either thread", "[critical]") {
+  constexpr Slot kGemm = 200;
+  const auto step = [](bool learned, bool from_device_thread) {
+    CriticalPath cp;
+    if (learned) cp.Learn(Event{kGemm, EventType::kDeviceTime, {}, 0, 20 * kMs, 0, 0, 0});
+    // A GEMM call [0.5, 1) ms, 20 ms of device work; then read_batch() [1, 11): 10 ms of host
+    // time, all of it while the GEMM runs.
+    const Event gemm = Call(kGemm, kMs / 2, 1 * kMs, kMs / 2);
+    std::vector<Event> loop;
+    int thread = 0;
+    if (from_device_thread) {
+      cp.Feed(&thread, std::vector<Event>{gemm});
+    } else {
+      loop.push_back(gemm);
+    }
+    loop.push_back(Call(1, 1 * kMs, 11 * kMs, 10 * kMs));
+    loop.push_back(Iteration(21 * kMs));
+    return Charged(cp, loop);
+  };
+  for (const bool other : {false, true}) {
+    INFO("from the device thread: " << other);
+    const auto busy = step(true, other);
+    CHECK(busy.count(1) == 0);  // the read ran while the device worked
+    // Idle only before the GEMM's work was enqueued: its own call, on the loop's thread.
+    CHECK(busy.at(kNoSlot) == (other ? 0 : kMs / 2));
+    const auto unknown = step(false, other);
+    CHECK(unknown.at(1) == 10 * kMs);  // no device time learned: the queue knows nothing
+  }
+}
+
+}  // namespace perftracker::preload
