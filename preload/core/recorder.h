@@ -138,6 +138,19 @@ inline uint32_t NextSampleInterval(uint64_t& state, uint32_t every) {
   const uint64_t range = 2 * uint64_t{std::clamp<uint32_t>(every, 1, 1u << 30)} - 1;
   return 1 + static_cast<uint32_t>(((state & 0xffffffffu) * range) >> 32);
 }
+// Whether the `n`th counted call (from 0) of a call site, kernel or GEMM class has its device
+// time measured: 1 in `every` on average (never if 0, always if 1), and the first. Not n % every:
+// a site's calls repeat each iteration, and where their count divides `every` the same position
+// is timed every time (one attention launcher, 8 forward and then 8 backward launches a step, at
+// 1 in 64: the backward kernel never, its device time unknown and its work missing from the
+// critical path's queue). The call's index hashed instead (a Weyl sequence: n times 2^64 over
+// the golden ratio, its high half): sampled positions drift through every phase of any period,
+// deterministic, no state, two multiplications.
+inline bool SampledCall(uint32_t n, uint32_t every) {
+  const uint64_t h = (uint64_t{n} * 0x9E3779B97F4A7C15ull) >> 32;
+  return every != 0 && h * every < (uint64_t{1} << 32);
+}
+
 inline bool SampleHostTime() {
   if (t_host_countdown > 1) [[likely]] {
     --t_host_countdown;

@@ -132,7 +132,7 @@ bool SampleGemm(GemmEntry* entry) {
   if (every == 0) return false;
   const uint32_t n = entry->calls.load(std::memory_order_relaxed);
   entry->calls.store(n + 1, std::memory_order_relaxed);
-  return n % every == 0;
+  return SampledCall(n, every);
 }
 
 void SetGemmSampleEvery(uint32_t every) { g_every.store(every, std::memory_order_relaxed); }

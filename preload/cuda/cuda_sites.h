@@ -89,11 +89,12 @@ inline Slot SiteSlot(SiteEntry* site, ApiSlot& api, void* return_address) {
   return ResolveSiteSlot(site, api, return_address);
 }
 
-// True on the 1st, (N+1)th, ... call through `site` (N = PERFTRACKER_SAMPLE_EVERY; never if 0),
-// and on its first call in each window. A site called once a step (a batch's host-to-device
-// copy) is timed once in 64 steps by the count alone: at 1 s steps a few times a run, and most
-// windows then price it from no sample of their own (the benchmark's sim_tp copy degraded at
-// 1 s steps went unnamed). A window's first call costs one timed call per site per window.
+// True on 1 in N calls through `site` (N = PERFTRACKER_SAMPLE_EVERY; never if 0; which ones:
+// SampledCall), and on its first call in each window. A site called once a step (a batch's
+// host-to-device copy) is timed once in 64 steps by the count alone: at 1 s steps a few times a
+// run, and most windows then price it from no sample of their own (the benchmark's sim_tp copy
+// degraded at 1 s steps went unnamed). A window's first call costs one timed call per site per
+// window.
 inline bool SampleSite(SiteEntry* site) {
   const uint32_t every = g_device_sample_every.load(std::memory_order_relaxed);
   if (site == nullptr || every == 0) return false;
@@ -104,7 +105,7 @@ inline bool SampleSite(SiteEntry* site) {
     site->window.store(window, std::memory_order_relaxed);
     return true;
   }
-  return n % every == 0;
+  return SampledCall(n, every);
 }
 void SetSampleEvery(uint32_t every);
 

@@ -88,7 +88,7 @@ bool Sample(KernelEntry* e) {
   if (every == 0) return false;
   const uint32_t n = e->calls.load(std::memory_order_relaxed);
   e->calls.store(n + 1, std::memory_order_relaxed);
-  return n % every == 0;
+  return SampledCall(n, every);
 }
 
 // A launch into a stream being captured is recorded into the graph, not run: it counts as

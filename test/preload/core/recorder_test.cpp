@@ -1,12 +1,16 @@
 // The recorder and writer, in-process: events from many threads become windows in a ring file.
 // Concurrent parts (rings, registry, writer thread) also run under TSan (tools/test.sh).
+#include "preload/core/recorder.h"
+
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -553,4 +557,33 @@ TEST_CASE("windows carry the training loop's CPU time and run-queue delay", "[wr
   CHECK(cpu <= after_flush.first - before_flush.first);
   CHECK(delay >= 0.5 * loop_delay);
   CHECK(delay <= after_flush.second - before_flush.second);
+}
+
+// A call site's calls repeat each iteration: one attention launcher, 8 forward then 8 backward
+// launches a step. Timed on n % 64, every sample fell on a forward launch and the backward
+// kernel was never timed; the rule must time every position of a period, and 1 in N overall.
+TEST_CASE("device sampling: 1 in N calls, every position of a repeating pattern", "[sampling]") {
+  CHECK(SampledCall(0, 64));  // the first call of a site, kernel or GEMM class
+  for (uint32_t n = 0; n < 1000; ++n) {
+    CHECK(SampledCall(n, 1));
+    CHECK_FALSE(SampledCall(n, 0));
+  }
+  for (const uint32_t every : {2u, 16u, 64u, 1000u}) {
+    constexpr uint32_t kCalls = 1 << 20;
+    uint32_t sampled = 0;
+    for (uint32_t n = 0; n < kCalls; ++n) sampled += SampledCall(n, every);
+    INFO("every " << every);
+    CHECK(std::abs(static_cast<double>(sampled) * every / kCalls - 1) < 0.01);
+  }
+  for (const uint32_t period : {2u, 4u, 16u, 32u, 64u, 160u}) {
+    // Calls in steps of `period` (a step's launches through one site), 1 in 64 timed: each
+    // position in the step is timed about as often as any other.
+    std::vector<uint32_t> at(period);
+    constexpr uint32_t kSteps = 4096;
+    for (uint32_t n = 0; n < period * kSteps; ++n) at[n % period] += SampledCall(n, 64);
+    const double each = static_cast<double>(kSteps) / 64;
+    INFO("period " << period);
+    CHECK(*std::min_element(at.begin(), at.end()) >= 0.5 * each);
+    CHECK(*std::max_element(at.begin(), at.end()) <= 1.5 * each);
+  }
 }
