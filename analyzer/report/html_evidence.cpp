@@ -153,6 +153,13 @@ std::string CulpritSentences(const Json& e) {
               : RanksPhrase(v.is_array() ? v.get<std::vector<int>>() : std::vector<int>{})) +
          ". ";
   }
+  if (e.contains("victims")) {
+    for (const Json& v : e["victims"]) {
+      s += RanksPhrase(v.value("ranks", std::vector<int>())) + " wait " +
+           FormatSeconds(v.value("wait_s_per_iter", 0.0)) + " per iteration for it in " +
+           Code(v.value("function", std::string())) + ". ";
+    }
+  }
   if (e.contains("run_queue")) {
     const Json& q = e["run_queue"];
     s += "Its training loop waited for a CPU " + FormatSeconds(q.value("rank_s_per_iter", 0.0)) +

@@ -160,6 +160,14 @@ void WritePathAndParts(const Json& e, std::ostream& out) {
     }
   }
   if (!line.empty()) out << "      " << line << "\n";
+  if (e.contains("victims")) {
+    for (const Json& v : e["victims"]) {
+      const std::vector<int> ranks = v.value("ranks", std::vector<int>());
+      out << "      " << (ranks.size() == 1 ? "rank " : "ranks ") << RankListLabel(ranks)
+          << " wait " << FormatSeconds(v.value("wait_s_per_iter", 0.0)) << " a step for it in "
+          << Clean(Short(v.value("function", std::string())), 60) << "\n";
+    }
+  }
   if (e.contains("waits_in")) {
     out << "      the rank waits for its helpers in: "
         << Clean(Short(e.value("waits_in", std::string())), 80) << "\n";

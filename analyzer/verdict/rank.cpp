@@ -494,6 +494,47 @@ Candidate HangCandidate(const Hang& h, double iteration_s) {
 // the benchmark's sim_pp.2s GC pauses (start-up and one steady window) put rank 3's
 // rendezvous first at 0.029, a claim on a job its masked dose did not slow.
 namespace {
+// Victims belong to their culprit: a rank or function whose excess is its wait for another
+// (DemoteVictims, DemoteCommunicationGrowth) is that culprit's evidence, `victims` ("ranks 0, 1,
+// 3 wait 28 ms a step in backward for it"), not a candidate beside it: the user reads one cost
+// once, and the runner-up the report shows is another cause. The culprit is the best candidate
+// on the stragglers' ranks (or, for a collective's growth, in its peer group) that is no
+// victim itself. Where none survived (the straggler's own finding under the bar), the victim
+// stays, marked: the only trace of the delay.
+void FoldVictims(std::vector<Candidate>* cands) {
+  std::vector<bool> victim(cands->size()), folded(cands->size());
+  for (size_t i = 0; i < cands->size(); ++i) {
+    victim[i] = (*cands)[i].evidence.contains("likely_victim_of");
+  }
+  for (size_t i = 0; i < cands->size(); ++i) {
+    if (!victim[i]) continue;
+    const Candidate& v = (*cands)[i];
+    const Json& of = v.evidence["likely_victim_of"];
+    const auto culprit_of = [&](const Candidate& c) {
+      if (!of.is_array()) return c.group == v.group;
+      return std::any_of(c.rank_set.begin(), c.rank_set.end(), [&](int r) {
+        return std::find(of.begin(), of.end(), Json(r)) != of.end();
+      });
+    };
+    size_t best = cands->size();
+    for (size_t j = 0; j < cands->size(); ++j) {
+      if (victim[j] || !culprit_of((*cands)[j])) continue;
+      if (best == cands->size() || (*cands)[j].score > (*cands)[best].score) best = j;
+    }
+    if (best == cands->size()) continue;
+    Json& list = (*cands)[best].evidence["victims"];
+    if (!list.is_array()) list = Json::array();
+    list.push_back({{"ranks", v.rank_set},
+                    {"function", v.function},
+                    {"category", v.category},
+                    {"source", v.evidence.value("source", std::string())},
+                    {"wait_s_per_iter", v.impact_s_per_iter}});
+    folded[i] = true;
+  }
+  size_t k = 0;
+  std::erase_if(*cands, [&](const Candidate&) { return folded[k++]; });
+}
+
 void StartUpOnly(std::vector<Candidate>* cands) {
   for (Candidate& c : *cands) {
     if (c.steady_iterations != 0 || c.score <= 0) continue;
@@ -521,6 +562,7 @@ std::vector<Candidate> RankCandidates(const Frame& f, const std::vector<Finding>
   FoldSiblings(f, &cands);
   FoldCallees(f, &cands);  // the caller siblings folded into may hold, or be held by, another
   StartUpOnly(&cands);
+  FoldVictims(&cands);
   std::erase_if(cands, [&](const Candidate& c) {
     return c.score < f.th.min_score || !Material(f, c);
   });
