@@ -37,7 +37,7 @@ import subprocess
 import tarfile
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
@@ -152,6 +152,7 @@ def judge(cell, report, everything, twin_step, step, disturbed=False, noise=0.0,
             # The twin's step is known to its noise, as a share of this job's step.
             slack = max(0.25 * abs(out["measured_pct"]), 100 * noise * twin_step / step)
             out["what_if_ok"] = abs(wi["faster_pct"] - out["measured_pct"]) <= slack
+            out["what_if_bound"] = wi.get("bounded_by")
     return out
 
 
@@ -183,6 +184,8 @@ def score_cell(cell, tools, store, twins, noises):
         judged = dict(meta["cell"], truth=asdict(cell.truth))
         out = judge(judged, *analyze(tools, rings), twin_step, step, disturbed,
                     noises.get((cell.shape, cell.rate), 0.0), twin_disturbed)
+        # The library that recorded it: a collector's change reaches only the cells recorded since.
+        out["library"] = (meta.get("commit") or "?").replace("+dirty", "")
         # diff: a quiet fault against its twin is a planted slowdown to detect
         if cell.dose == "quiet" and os.path.exists(record.archive_path(store, cell.twin)):
             _, twin_rings = extract(store, cell.twin, os.path.join(work, "twin"))
@@ -402,7 +405,10 @@ def text(board):
              f"| diff: a kernel 10% slower on every rank named against its twin | "
              f"{pct(t['diff_kernel_named'])} |", "",
              "The clean seeds' run-to-run spread of the step, by shape: " +
-             ", ".join(f"{k} {100 * v:.1f}%" for k, v in board["run_noise"].items()) + ".", ""]
+             ", ".join(f"{k} {100 * v:.1f}%" for k, v in board["run_noise"].items()) + ".", "",
+             "Recorded with the library of: " + ", ".join(
+                 f"{lib} ({n} cell{'' if n == 1 else 's'})" for lib, n in Counter(
+                     o.get("library", "?") for o in board["outcomes"]).most_common()) + ".", ""]
     for axis in AXES:
         lines += [f"## By {axis}", "",
                   "| " + axis + " | top-1 | false claims (clean) | false claims (masked) | "
@@ -421,6 +427,13 @@ def text(board):
         lines.append(f"| {lv['cell']} | {'never' if named is None else f'{named} s'} | "
                      f"{'; '.join(lv.get('claims_before_onset', [])) or 'none'}"
                      f"{f'; {hangs} hang reports (no rank hung)' if hangs else ''} |")
+    lines += ["", "## What-if misses", "",
+              "| cell | said (job ~N% faster) | measured against the twin | bounded by |",
+              "| --- | --- | --- | --- |"]
+    for o in board["outcomes"]:
+        if o.get("what_if_ok") is False:
+            lines.append(f"| {o['id']} | {o['what_if_pct']:.1f}% | {o['measured_pct']:.1f}% | "
+                         f"{o.get('what_if_bound') or '-'} |")
     lines += ["", "## Failures", "", "| cell | truth | said instead |", "| --- | --- | --- |"]
     for o in board["failures"]:
         lines.append(f"| {o['id']} | {o.get('truth', 'no claim')} | {o['said']} |")
