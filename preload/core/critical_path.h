@@ -17,10 +17,13 @@
 //     without its GEMMs the queue held a fifth of a transformer step's work, and a host delay
 //     the device's queue absorbed was charged as critical). With the driver tier on
 //     (PERFTRACKER_DRIVER=1) cuBLAS's own launches are seen as well and a GEMM counts twice:
-//     the queue overstated, host time undercharged. Calls
-//     whose host time was not sampled have no timestamp: they are placed evenly between the
-//     timed events around them. A blocking call that waited (a sync, a blocking copy) proves
-//     the device busy until it returned.
+//     the queue overstated, host time undercharged. Calls whose host time was not sampled
+//     have no timestamp: they are placed evenly between the timed events around them. A
+//     blocking call that waited (a sync, a blocking copy) proves the device busy until it
+//     returned; on the training loop's thread it also drains the queue there (the estimate,
+//     long where streams overlap, would otherwise drift ahead of the device step after step).
+//     An event synchronized early in the queue is taken for the queue's end too: host time
+//     after it is overcharged until the next launches.
 //   - Idle: the gaps the queue had before each enqueue, and after its end up to now.
 // Error: device time is a per-kind mean over sampled launches (1 in PERFTRACKER_SAMPLE_EVERY per
 // call site), streams are one queue (overlapping streams overstate the queue, so host time is

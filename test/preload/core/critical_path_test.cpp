@@ -174,3 +174,23 @@ TEST_CASE("a GEMM call's device work keeps the queue busy, from either thread", 
 }
 
 }  // namespace perftracker::preload
+
+namespace perftracker::preload {
+
+// The queue's estimate runs long where streams overlap (an all-reduce beside the backward is
+// counted after it). A sync the loop waited in proves the device done at its return: the
+// estimate is anchored there, or it drifts ahead of the device step after step and a host
+// delay after the sync (the next batch's read) is never charged.
+TEST_CASE("a sync the loop waited in drains the queue's estimate", "[critical]") {
+  CriticalPath cp;
+  cp.Learn(Event{kKernel, EventType::kDeviceTime, {}, 0, 30 * kMs, 0, 0, 0});
+  // step(): a launch at 1 ms the estimate prices at 30 ms (the device ran it in 10), a sync
+  // that waited from 2 to 11 ms; then read_batch() [11, 31): the device has nothing to do.
+  const auto charged =
+      Charged(cp, {Launch(1 * kMs), Sync(11 * kMs, 9 * kMs), Call(1, 0, 11 * kMs, 11 * kMs),
+                   Call(2, 11 * kMs, 31 * kMs, 20 * kMs), Iteration(31 * kMs)});
+  CHECK(charged.at(2) == 20 * kMs);        // the queue ended with the sync, not at 31 ms
+  CHECK(charged.at(kNoSlot) == 21 * kMs);  // idle [0, 1) and [11, 31)
+}
+
+}  // namespace perftracker::preload
