@@ -1,20 +1,20 @@
 // perftracker analyze DIR [--json PATH|-] [--html PATH] [--top N] [--jobs N] [--last N]
 // [--since DURATION] [--iterations A:B]: ingest every ring file under DIR (the selected windows),
 // then align -> peers -> detect -> rank, then report.
+#include "analyzer/commands/analyze.h"
+
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 
-#include "analyzer/commands/analyze.h"
+#include "analyzer/base/progress.h"
+#include "analyzer/base/stats.h"
 #include "analyzer/commands/cli.h"
 #include "analyzer/commands/command_line.h"
 #include "analyzer/ingest/ingest.h"
-#include "analyzer/base/progress.h"
 #include "analyzer/report/report.h"
 #include "analyzer/verdict/cpu_share.h"
-#include "analyzer/verdict/device_floor.h"
 #include "analyzer/verdict/verdict.h"
-#include "analyzer/base/stats.h"
 
 namespace perftracker::analyzer {
 namespace {
@@ -194,7 +194,7 @@ Report Analyze(std::unique_ptr<Dataset> dataset, const Thresholds& thresholds) {
   AttachBeta(frame, &rep.candidates);
   AttachWhatIf(rep.steady,
                CpuBounds(frame, WorkerCores(loads), rep.steady.mean_step_s, rep.candidates),
-               DeviceFloor(ds), &rep.candidates);
+               &rep.candidates);
   rep.signal_warnings = AttachSignals(SignalDeviations(ds), &rep.candidates);
   rep.heat = BuildHeat(frame, rep.candidates);
   rep.links.cells = LinkRates(frame, &rep.links.net);

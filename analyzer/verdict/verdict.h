@@ -76,9 +76,8 @@ void ChargeCriticalPath(const Frame& f, std::vector<Candidate>* cands);
 // the steady run it was seen in, taken off the run's mean step, as evidence what_if
 // (what_if.cpp).
 // `cpu`: by candidate, what its node's CPUs ask of a step with and without it (CpuBounds;
-// empty or 0: not known). `device_floor_s`: what the busiest device works a step (DeviceFloor;
-// 0: no device), which no host cost's what-if goes below.
-void AttachWhatIf(const SteadyRun& run, const std::vector<CpuBound>& cpu, double device_floor_s,
+// empty or 0: not known).
+void AttachWhatIf(const SteadyRun& run, const std::vector<CpuBound>& cpu,
                   std::vector<Candidate>* cands);
 
 // The helper processes of a data-loader verdict's ranks, with the functions they spent most on

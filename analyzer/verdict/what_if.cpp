@@ -65,15 +65,9 @@ double Persistence(const Candidate& c, const SteadyRun& run) {
 // the peers idle waiting for a straggler), its simulated-GPU jobs under 50%.
 constexpr double kCpuLimited = 0.8;
 
-// A cost the host pays (its Python, its loader, its collector, its CPUs), not a device's work or
-// a transfer: removing it leaves every device's work to do.
-bool HostCost(const Candidate& c) {
-  return !c.category.starts_with("gpu_") && !c.category.starts_with("communication");
-}
-
 }  // namespace
 
-void AttachWhatIf(const SteadyRun& run, const std::vector<CpuBound>& cpu, double device_floor_s,
+void AttachWhatIf(const SteadyRun& run, const std::vector<CpuBound>& cpu,
                   std::vector<Candidate>* cands) {
   for (size_t i = 0; i < cands->size(); ++i) {
     Candidate& c = (*cands)[i];
@@ -124,20 +118,10 @@ void AttachWhatIf(const SteadyRun& run, const std::vector<CpuBound>& cpu, double
     const double floor = node.without_s;
     const bool cpu_bound = floor > without && floor < step;
     if (cpu_bound) without = floor;
-    // The devices' work stays where the cost was the host's: the device floor bounds it as the
-    // CPUs' does (a host that ran ahead of its device absorbed the rest of its delay), where no
-    // wait of the peers' was measured. A measured wait is the closer bound: the floor
-    // overstates a step by the overlap of streams (sim_dp's all-reduce beside its backward: a
-    // floor 1.5% over the clean twin's step, which took its slow reads' 5.5%, right, to 3.7%).
-    const bool device_bound =
-        HostCost(c) && waited <= 0 && device_floor_s > without && device_floor_s < step;
-    if (device_bound) without = device_floor_s;
     c.evidence["what_if"] = {{"step_s", step},
                              {"step_without_s", without},
                              {"faster_pct", 100.0 * (step - without) / step}};
-    if (device_bound) {
-      c.evidence["what_if"]["bounded_by"] = "devices";
-    } else if (cpu_bound) {
+    if (cpu_bound) {
       c.evidence["what_if"]["bounded_by"] = "node_cpus";
     } else if (waited > 0 && waited < c.impact_s_per_iter) {
       c.evidence["what_if"]["bounded_by"] = "peers_wait";

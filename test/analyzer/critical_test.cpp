@@ -78,11 +78,13 @@ TEST_CASE("extra host work that starves the device is charged what reached the c
   CHECK((*c)["impact_s_per_iter"].get<double>() == Approx(0.030).epsilon(0.05));
 }
 
-TEST_CASE("a host cost's what-if stops where the devices' work does", "[analyzer][what_if]") {
-  // All 60 ms of rank 0's logging reached its critical path: its own excess says the step would
-  // be 60 ms shorter. With a kernel that keeps every device busy 420 ms of the 461 ms step, the
-  // step cannot go below 420 ms however early the host launches (a host that ran ahead of its
-  // device absorbed the rest: the benchmark's sim_tp slow reads, 69% by the excess, 9% measured).
+TEST_CASE("a host cost's what-if is what reached the critical path, whatever the devices' sum",
+          "[analyzer][what_if]") {
+  // All 60 ms of rank 0's logging reached its critical path (the device had nothing queued while
+  // it ran): the step would be 60 ms shorter, with or without a kernel that adds up to 420 ms of
+  // the 461 ms step. The devices' summed work is no floor: streams overlap, and it stood above
+  // the clean step (the benchmark's sim_tp slow reads, once the collector's queue held the GEMMs
+  // and was drained at syncs: 15 ms a step charged, 2.4% said by the sum, 8.9% measured).
   const auto analyze = [](bool busy_devices) {
     JobSpec spec;
     spec.shape = SmallShape();
@@ -113,9 +115,9 @@ TEST_CASE("a host cost's what-if stops where the devices' work does", "[analyzer
         Approx(0.060).epsilon(0.1));
   const Json busy = analyze(true);
   INFO(busy.dump(2));
-  CHECK(busy["bounded_by"] == "devices");
-  CHECK(busy["step_without_s"].get<double>() >= 0.420);
-  CHECK(busy["step_without_s"].get<double>() < busy["step_s"].get<double>() - 0.010);
+  CHECK_FALSE(busy.contains("bounded_by"));
+  CHECK(busy["step_s"].get<double>() - busy["step_without_s"].get<double>() ==
+        Approx(0.060).epsilon(0.1));
 }
 
 TEST_CASE("device verdicts say device time decided them", "[analyzer][critical]") {

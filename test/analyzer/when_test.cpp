@@ -304,7 +304,7 @@ TEST_CASE("a rank its peers were measured to wait for saves the job what they wa
   analyzer::Candidate more = late;  // peers that waited longer do not raise it
   more.evidence["arrival"]["peers_wait_s_per_iter"] = 0.200;
   std::vector<analyzer::Candidate> cands = {late, alone, more};
-  analyzer::AttachWhatIf({0.300, 0, 0}, {}, 0, &cands);
+  analyzer::AttachWhatIf({0.300, 0, 0}, {}, &cands);
   CHECK(cands[0].evidence["what_if"]["step_without_s"].get<double>() == Approx(0.285));
   CHECK(cands[0].evidence["what_if"]["bounded_by"] == "peers_wait");
   CHECK(cands[1].evidence["what_if"]["step_without_s"].get<double>() == Approx(0.200));
@@ -319,7 +319,7 @@ TEST_CASE("on a node whose CPUs limit the step, a rank's extra CPU work saves it
   // where they are busy 93% of the 300 ms step: the step shrinks by that share of their work.
   std::vector<analyzer::Candidate> cands = {OnRank2("python", 0.010), OnRank2("python", 0.010)};
   // Busy 93% of the step, and 67% (CPUs to spare: the rank's work took from no one).
-  analyzer::AttachWhatIf({0.300, 0, 0}, {{0.280, 0.240}, {0.200, 0.180}}, 0, &cands);
+  analyzer::AttachWhatIf({0.300, 0, 0}, {{0.280, 0.240}, {0.200, 0.180}}, &cands);
   CHECK(cands[0].evidence["what_if"]["step_without_s"].get<double>() ==
         Approx(0.300 * 0.240 / 0.280));
   CHECK(cands[1].evidence["what_if"]["step_without_s"].get<double>() == Approx(0.290));
