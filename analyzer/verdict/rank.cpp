@@ -531,8 +531,11 @@ void FoldVictims(std::vector<Candidate>* cands) {
                     {"wait_s_per_iter", v.impact_s_per_iter}});
     folded[i] = true;
   }
-  size_t k = 0;
-  std::erase_if(*cands, [&](const Candidate&) { return folded[k++]; });
+  std::vector<Candidate> kept;
+  for (size_t i = 0; i < cands->size(); ++i) {
+    if (!folded[i]) kept.push_back(std::move((*cands)[i]));
+  }
+  *cands = std::move(kept);
 }
 
 void StartUpOnly(std::vector<Candidate>* cands) {
