@@ -485,15 +485,6 @@ Candidate HangCandidate(const Hang& h, double iteration_s) {
   return c;
 }
 
-}  // namespace
-
-// A cost that its rank paid only in start-up (imports, a process group's rendezvous, the first
-// allocations) cost the steady run nothing: the step the score is a share of is the steady
-// step, and the what-if of such a candidate says the job would be 0% faster. It stays in the
-// list below the score bar. With few windows a start-up finding persists in half of them:
-// the benchmark's sim_pp.2s GC pauses (start-up and one steady window) put rank 3's
-// rendezvous first at 0.029, a claim on a job its masked dose did not slow.
-namespace {
 // Victims belong to their culprit: a rank or function whose excess is its wait for another
 // (DemoteVictims, DemoteCommunicationGrowth) is that culprit's evidence, `victims` ("ranks 0, 1,
 // 3 wait 28 ms a step in backward for it"), not a candidate beside it: the user reads one cost
@@ -537,7 +528,15 @@ void FoldVictims(std::vector<Candidate>* cands) {
   }
   *cands = std::move(kept);
 }
+}  // namespace
 
+// A cost that its rank paid only in start-up (imports, a process group's rendezvous, the first
+// allocations) cost the steady run nothing: the step the score is a share of is the steady
+// step, and the what-if of such a candidate says the job would be 0% faster. It stays in the
+// list below the score bar. With few windows a start-up finding persists in half of them:
+// the benchmark's sim_pp.2s GC pauses (start-up and one steady window) put rank 3's
+// rendezvous first at 0.029, a claim on a job its masked dose did not slow.
+namespace {
 void StartUpOnly(std::vector<Candidate>* cands) {
   for (Candidate& c : *cands) {
     if (c.steady_iterations != 0 || c.score <= 0) continue;

@@ -104,12 +104,8 @@ void CriticalPath::Feed(const void* thread, std::span<const Event> events) {
   for (size_t i = 0; i < events.size(); ++i) {
     const uint64_t t = other_times_[i];
     const Event& e = events[i];
-    // A GEMM's call is timed: its end is when its work was enqueued.
-    if (e.type == EventType::kCall && e.t != 0) {
-      if (const uint64_t device = DeviceNs(e)) others_.push_back({e.t, device});
-      continue;
-    }
-    if (!Placed(e) || t == 0) continue;
+    // A launch, a collective, or a GEMM's timed call (DeviceNs says which have device work).
+    if (t == 0) continue;
     // A blocking call that waited on another thread proves the device busy just as well.
     if (e.type == EventType::kNativeCall && (e.flags[0] & kNativeTimed) != 0 &&
         (e.flags[0] & kNativeBlocking) != 0 && e.b > kWaitedNs) {

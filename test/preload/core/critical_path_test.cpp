@@ -135,10 +135,6 @@ TEST_CASE("another thread's wait proves the device busy", "[critical]") {
   CHECK(charged.at(1) == 1 * kMs);
 }
 
-}  // namespace perftracker::preload
-
-namespace perftracker::preload {
-
 // cuBLAS launches its GEMMs through its own static runtime, past the launch hooks: a GEMM is a
 // timed call of its shape's slot, its device time learned under that slot. The bulk of a
 // transformer step's device work is GEMMs; a queue without them looked empty while the host
@@ -172,10 +168,6 @@ TEST_CASE("a GEMM call's device work keeps the queue busy, from either thread", 
     CHECK(unknown.at(1) == 10 * kMs);  // no device time learned: the queue knows nothing
   }
 }
-
-}  // namespace perftracker::preload
-
-namespace perftracker::preload {
 
 // The queue's estimate runs long where streams overlap (an all-reduce beside the backward is
 // counted after it). A sync the loop waited in proves the device done at its return: the
