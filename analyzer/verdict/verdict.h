@@ -3,8 +3,10 @@
 // demoted); a kind's parts folded into its sum or one function into its kind; lifted to the
 // user's frame (depth.cpp); the host's run queue (host_time.cpp); duplicates merged; charged
 // what reached the critical path or the peers' wait (host_time.cpp); one cost at several depths
-// folded (depth.cpp); cut at the threshold (a whole-group finding also below a material share
-// of the step) and ordered. Analyze (commands/analyze.cpp) then
+// folded, callees and siblings into their caller (depth.cpp); a cost paid only in start-up
+// scored 0; victims folded into their culprit's evidence; cut at the threshold (a whole-group
+// finding also below a material share of the step) and ordered. Analyze (commands/analyze.cpp)
+// then
 // adds the ranks whose loader workers took their node's CPUs (workers.cpp), attaches the helper
 // processes (helpers.cpp), adds the ranks whose side threads took their node's CPUs or their
 // loop's interpreter (threads.cpp), then the critical-path share (beta.cpp), the step

@@ -11,6 +11,7 @@ a step measured beside a build is not taken for the truth of a what-if (score.py
 
 import json
 import os
+import platform
 import resource
 import shutil
 import subprocess
@@ -114,6 +115,32 @@ def others_share(busy0, own0, wall):
     return round(max(0.0, busy1 - busy0 - own) / (wall * (os.cpu_count() or 1)), 3)
 
 
+def machine():
+    """What a recorded step measures beside the job: the machine's CPU model and how many CPUs.
+    A step on one machine is no twin for a job on another: the clean torch_model step was
+    0.205-0.216 s on the machines of 2026-11-29 to 12-01 and 0.091-0.113 s on the AMD EPYC
+    (family 26) of 2026-12-02, the same job and library."""
+    info = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if not line.strip():
+                    break  # the first CPU's block: every CPU of a machine is the same model
+                k, _, v = line.partition(":")
+                if k.strip() in ("model name", "cpu family", "model", "CPU implementer",
+                                 "CPU part"):
+                    info[k.strip()] = v.strip()
+    except OSError:
+        pass
+    cpus = os.cpu_count() or 0
+    model = info.get("model name") or (f"{platform.machine()} implementer "
+                                       f"{info.get('CPU implementer', '?')} part "
+                                       f"{info.get('CPU part', '?')}")
+    family = f" (family {info['cpu family']}, model {info.get('model', '?')})" \
+        if "cpu family" in info else ""
+    return {"key": f"{model}{family}, {cpus} CPUs", "cpus": cpus, **info}
+
+
 def record_one(cell, tools, store, ranks, timeout_s):
     """Runs one cell; returns (ok, seconds, what happened)."""
     t0 = time.monotonic()
@@ -133,7 +160,7 @@ def record_one(cell, tools, store, ranks, timeout_s):
         meta = {"schema": 1, "cell": asdict(cell), "commit": commit(),
                 "recorded": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "wall_s": round(wall, 1), "load1": os.getloadavg()[0],
-                "others_cpu_share": others,
+                "others_cpu_share": others, "machine": machine(),
                 "step_times": step_times(prefix, ranks)}
         with open(os.path.join(work, "meta.json"), "w") as f:
             json.dump(meta, f, indent=1)

@@ -176,18 +176,20 @@ def score_cell(cell, tools, store, twins, noises):
     try:
         meta, rings = extract(store, cell.id, os.path.join(work, "cell"))
         step = mean_step(meta.get("step_times", {}))
-        twin_step, twin_others = twins.get(cell.twin, (None, None))
+        machine = machine_of(meta)
+        twin, twin_step, twin_others = counterfactual(cell, machine, twins)
         twin_disturbed = twin_others is not None and twin_others > DISTURBED
         disturbed = twin_disturbed or (meta.get("others_cpu_share") or 0) > DISTURBED
         # The truth the matrix derives today (a fault's function pattern may have been
         # corrected since the job ran: the job itself is the same, record.current says so).
         judged = dict(meta["cell"], truth=asdict(cell.truth))
         out = judge(judged, *analyze(tools, rings), twin_step, step, disturbed,
-                    noises.get((cell.shape, cell.rate), 0.0), twin_disturbed)
+                    noises.get((cell.shape, cell.rate, machine), 0.0), twin_disturbed)
         # The library that recorded it: a collector's change reaches only the cells recorded since.
         out["library"] = (meta.get("commit") or "?").replace("+dirty", "")
+        out["machine"], out["twin"] = machine, twin
         # diff: a quiet fault against its twin is a planted slowdown to detect
-        if cell.dose == "quiet" and os.path.exists(record.archive_path(store, cell.twin)):
+        if cell.dose == "quiet" and twin == cell.twin:
             _, twin_rings = extract(store, cell.twin, os.path.join(work, "twin"))
             truth = judged["truth"]
             if truth.get("diff_names"):
@@ -201,7 +203,7 @@ def score_cell(cell, tools, store, twins, noises):
                 # against the twin and a second clean run (their spread is the noise), as a
                 # user's CI with baseline runs of its own does.
                 out["diff_detected"] = diff_exit(tools, twin_rings, rings) == 1
-                second = second_baseline(cell, twins)
+                second = second_baseline(cell, twins, machine)
                 if second:
                     _, second_rings = extract(store, second, os.path.join(work, "second"))
                     out["diff_detected_2"] = diff_exit(tools, [twin_rings, second_rings],
@@ -218,12 +220,37 @@ def meta_of(store, cell_id):
         return json.load(tar.extractfile("meta.json"))
 
 
-def second_baseline(cell, twins):
-    """A clean run of the cell's shape and rate other than its twin, recorded undisturbed
-    (`twins`: twin_steps' recorded clean runs, in seed order)."""
+def second_baseline(cell, twins, machine):
+    """A clean run of the cell's shape and rate other than its twin, recorded undisturbed on
+    the same machine (`twins`: twin_steps' recorded clean runs, in seed order)."""
     same = f"{cell.shape}.{cell.rate}.clean."  # matrix.clean_cell's ids
-    return next((cid for cid, (_, others) in twins.items() if cid.startswith(same) and
-                 cid != cell.twin and (others or 0) <= DISTURBED), None)
+    return next((cid for cid, (_, others, on) in twins.items() if cid.startswith(same) and
+                 cid != cell.twin and on == machine and (others or 0) <= DISTURBED), None)
+
+
+# Archives recorded before meta.json named the machine (2026-12-02): the machines of the
+# sittings before it, of one speed (a clean torch_model step 0.205-0.216 s on each of them).
+UNNAMED_MACHINE = "not recorded (before 2026-12-02)"
+
+
+def machine_of(meta):
+    return (meta.get("machine") or {}).get("key") or UNNAMED_MACHINE
+
+
+def counterfactual(cell, machine, twins):
+    """(which, its step, its others_cpu_share): the cell's clean twin where it ran on the same
+    machine; else the median step of the shape's clean seeds recorded there undisturbed (a seed
+    changes the data and the weights, not the work: the seeds' spread is the run noise the
+    judge allows); else nothing to measure the fault against (None, None, None)."""
+    step, others, on = twins.get(cell.twin, (None, None, None))
+    if step and on == machine:
+        return cell.twin, step, others
+    same = f"{cell.shape}.{cell.rate}.clean."
+    steps = [s for cid, (s, o, at) in twins.items()
+             if cid.startswith(same) and at == machine and s and (o or 0) <= DISTURBED]
+    if not steps:
+        return None, None, None
+    return f"median of {len(steps)} clean seeds", statistics.median(steps), 0.0
 
 
 def clean_pair(pair, tools, store):
@@ -253,28 +280,30 @@ def twin_steps(cells, store):
     for c in cells:
         if c.clean and record.current(store, c):
             meta = meta_of(store, c.id)
-            out[c.id] = (mean_step(meta.get("step_times", {})), meta.get("others_cpu_share"))
+            out[c.id] = (mean_step(meta.get("step_times", {})), meta.get("others_cpu_share"),
+                         machine_of(meta))
     return out
 
 
 def run_noise(cells, twins):
-    """(shape, rate) -> the spread of its clean seeds' steps over their median, recorded
-    undisturbed: how well one clean run knows the job's step."""
+    """(shape, rate, machine) -> the spread of its clean seeds' steps over their median,
+    recorded undisturbed on that machine: how well one clean run knows the job's step."""
     steps = defaultdict(list)
     for c in cells:
-        step, others = twins.get(c.id, (None, None))
+        step, others, machine = twins.get(c.id, (None, None, None))
         if step and (others or 0) <= DISTURBED:
-            steps[(c.shape, c.rate)].append(step)
+            steps[(c.shape, c.rate, machine)].append(step)
     return {k: (max(v) - min(v)) / statistics.median(v) for k, v in steps.items() if len(v) > 1}
 
 
-def clean_pairs(cells, store, baselines=1):
-    """Consecutive recorded clean seeds of each shape and rate, as (base, current), or with
-    two baselines (base, base, current)."""
+def clean_pairs(cells, twins, baselines=1):
+    """Consecutive recorded clean seeds of each shape and rate on one machine, as (base,
+    current), or with two baselines (base, base, current): runs on two machines differ by the
+    machine."""
     groups = defaultdict(list)
     for c in cells:
-        if c.clean and record.current(store, c):
-            groups[(c.shape, c.rate)].append(c.id)
+        if c.id in twins:
+            groups[(c.shape, c.rate, twins[c.id][2])].append(c.id)
     k = baselines + 1
     return [tuple(ids[i:i + k]) for ids in groups.values() for i in range(len(ids) - k + 1)]
 
@@ -336,9 +365,9 @@ def score(cells, m, tools, store, jobs_n):
     noises = run_noise(matrix.cells(m), twins)
     with ThreadPoolExecutor(max(1, jobs_n)) as pool:
         outcomes = list(pool.map(lambda c: score_cell(c, tools, store, twins, noises), recorded))
-        pairs = list(pool.map(lambda p: clean_pair(p, tools, store), clean_pairs(cells, store)))
+        pairs = list(pool.map(lambda p: clean_pair(p, tools, store), clean_pairs(cells, twins)))
         triples = list(pool.map(lambda p: clean_pair(p, tools, store),
-                                clean_pairs(cells, store, baselines=2)))
+                                clean_pairs(cells, twins, baselines=2)))
     errors = [o for o in outcomes if "error" in o]
     outcomes = [o for o in outcomes if "error" not in o]
     board = {"schema": SCHEMA, "commit": record.commit(),
@@ -352,7 +381,8 @@ def score(cells, m, tools, store, jobs_n):
              "diff_clean_triples": clean_alarms(triples),
              "by": {axis: {value: figures([o for o in outcomes if o[axis] == value])
                            for value in sorted({o[axis] for o in outcomes})} for axis in AXES},
-             "run_noise": {f"{k[0]}.{k[1]}": round(v, 4) for k, v in sorted(noises.items())},
+             "run_noise": {f"{k[0]}.{k[1]} on {k[2]}": round(v, 4)
+                           for k, v in sorted(noises.items())},
              "live": live.scored(store),
              "failures": [o for o in outcomes if (o["kind"] == "faulty" and not o["right"]) or
                           o.get("false_claim")],
@@ -374,6 +404,15 @@ def pct(f):
 def quantiles(q):
     """The margin's 10th, 50th and 90th percentiles, as the board prints them."""
     return f"(10th, 50th, 90th percentile: {q[10]}, {q[50]}, {q[90]})" if q else ""
+
+def same_fault_measured(outcomes, o):
+    """What the other cells of o's shape, rate, fault and dose (other positions and seeds)
+    measured against their twins, undisturbed: how well one recording knows the truth a what-if
+    is judged by (the same GIL thread cost one job 9 % and its other seed 23 %)."""
+    return sorted(x["measured_pct"] for x in outcomes
+                  if x is not o and x.get("kind") == "faulty" and "what_if_pct" in x and
+                  all(x.get(k) == o.get(k) for k in ("shape", "rate", "fault", "dose")))
+
 
 def text(board):
     t = board["totals"]
@@ -406,6 +445,11 @@ def text(board):
              f"{pct(t['diff_kernel_named'])} |", "",
              "The clean seeds' run-to-run spread of the step, by shape: " +
              ", ".join(f"{k} {100 * v:.1f}%" for k, v in board["run_noise"].items()) + ".", "",
+             "Recorded on: " + "; ".join(
+                 f"{on} ({n} cell{'' if n == 1 else 's'})" for on, n in Counter(
+                     o.get("machine", "?") for o in board["outcomes"]).most_common()) +
+             ". A cell is measured against its twin recorded on the same machine, else "
+             "against the median of its shape's clean seeds recorded there.", "",
              "Recorded with the library of: " + ", ".join(
                  f"{lib} ({n} cell{'' if n == 1 else 's'})" for lib, n in Counter(
                      o.get("library", "?") for o in board["outcomes"]).most_common()) + ".", ""]
@@ -428,12 +472,14 @@ def text(board):
                      f"{'; '.join(lv.get('claims_before_onset', [])) or 'none'}"
                      f"{f'; {hangs} hang reports (no rank hung)' if hangs else ''} |")
     lines += ["", "## What-if misses", "",
-              "| cell | said (job ~N% faster) | measured against the twin | bounded by |",
-              "| --- | --- | --- | --- |"]
+              "| cell | said (job ~N% faster) | measured against the twin | bounded by | "
+              "the same fault and dose on the shape, other cells measured |",
+              "| --- | --- | --- | --- | --- |"]
     for o in board["outcomes"]:
         if o.get("what_if_ok") is False:
+            others = ", ".join(f"{v:.1f}%" for v in same_fault_measured(board["outcomes"], o))
             lines.append(f"| {o['id']} | {o['what_if_pct']:.1f}% | {o['measured_pct']:.1f}% | "
-                         f"{o.get('what_if_bound') or '-'} |")
+                         f"{o.get('what_if_bound') or '-'} | {others or '-'} |")
     lines += ["", "## Failures", "", "| cell | truth | said instead |", "| --- | --- | --- |"]
     for o in board["failures"]:
         lines.append(f"| {o['id']} | {o.get('truth', 'no claim')} | {o['said']} |")

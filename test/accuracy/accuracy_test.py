@@ -163,6 +163,37 @@ class JudgeTest(unittest.TestCase):
         o = score.judge(self.cell(), r, r, twin_step=0.8, step=1.0, noise=0.0)
         self.assertFalse(o["what_if_ok"])
 
+    def test_a_miss_shows_what_its_fault_measured_elsewhere(self):
+        cell = dict(kind="faulty", shape="s", rate="r", fault="g", dose="loud")
+        miss = dict(cell, id="a", what_if_pct=16.0, measured_pct=23.1, what_if_ok=False)
+        other = dict(cell, id="b", what_if_pct=16.0, measured_pct=9.3, what_if_ok=True)
+        quiet = dict(other, id="c", dose="quiet", measured_pct=5.0)
+        aside = dict(cell, id="d", measured_pct=30.0)  # recorded beside other load: no what-if
+        self.assertEqual(score.same_fault_measured([miss, other, quiet, aside], miss), [9.3])
+
+    def test_a_twin_from_another_machine_is_no_counterfactual(self):
+        cell = next(c for c in matrix.cells(matrix.load())
+                    if c.shape == "torch_model" and c.fault == "gil_one" and c.seed == 1)
+        clean = f"{cell.shape}.{cell.rate}.clean."
+        old, new = score.UNNAMED_MACHINE, "AMD EPYC (family 26, model 2), 2 CPUs"
+        twins = {cell.twin: (0.205, 0.0, old), clean + "s4": (0.09, 0.0, new),
+                 clean + "s5": (0.11, 0.0, new), clean + "s3": (0.5, 0.3, new)}
+        # recorded where its twin was: the twin
+        self.assertEqual(score.counterfactual(cell, old, twins), (cell.twin, 0.205, 0.0))
+        # elsewhere: the median of that machine's undisturbed clean seeds (s3 ran beside load)
+        which, step, _ = score.counterfactual(cell, new, twins)
+        self.assertEqual((which, step), ("median of 2 clean seeds", 0.1))
+        # and none where the machine has no clean run of the shape
+        self.assertEqual(score.counterfactual(cell, "another", twins), (None, None, None))
+        # the run noise and the clean pairs keep machines apart
+        cells = [c for c in matrix.cells(matrix.load()) if c.id in twins]
+        self.assertEqual(set(score.run_noise(cells, twins)),
+                         {(cell.shape, cell.rate, new)})
+        pairs = score.clean_pairs(cells, twins)
+        self.assertNotIn((cell.twin, clean + "s3"), pairs)
+        self.assertIn((clean + "s4", clean + "s5"), pairs)
+        self.assertEqual(score.machine_of({}), old)
+
     def test_mean_step_leaves_out_start_up(self):
         ends = [5.0] + [5.0 + 0.1 * i for i in range(1, 20)]
         self.assertAlmostEqual(score.mean_step({"0": ends}), 0.1)
