@@ -220,12 +220,18 @@ def meta_of(store, cell_id):
         return json.load(tar.extractfile("meta.json"))
 
 
+def clean_seeds(cell, twins, machine):
+    """(id, step) of the recorded clean runs of the cell's shape and rate, recorded undisturbed
+    on `machine` (`twins`: twin_steps' recorded clean runs, in seed order)."""
+    same = f"{cell.shape}.{cell.rate}.clean."  # matrix.clean_cell's ids
+    return [(cid, step) for cid, (step, others, on) in twins.items()
+            if cid.startswith(same) and on == machine and (others or 0) <= DISTURBED]
+
+
 def second_baseline(cell, twins, machine):
     """A clean run of the cell's shape and rate other than its twin, recorded undisturbed on
-    the same machine (`twins`: twin_steps' recorded clean runs, in seed order)."""
-    same = f"{cell.shape}.{cell.rate}.clean."  # matrix.clean_cell's ids
-    return next((cid for cid, (_, others, on) in twins.items() if cid.startswith(same) and
-                 cid != cell.twin and on == machine and (others or 0) <= DISTURBED), None)
+    the same machine."""
+    return next((cid for cid, _ in clean_seeds(cell, twins, machine) if cid != cell.twin), None)
 
 
 # Archives recorded before meta.json named the machine (2026-12-02): the machines of the
@@ -245,9 +251,7 @@ def counterfactual(cell, machine, twins):
     step, others, on = twins.get(cell.twin, (None, None, None))
     if step and on == machine:
         return cell.twin, step, others
-    same = f"{cell.shape}.{cell.rate}.clean."
-    steps = [s for cid, (s, o, at) in twins.items()
-             if cid.startswith(same) and at == machine and s and (o or 0) <= DISTURBED]
+    steps = [s for _, s in clean_seeds(cell, twins, machine) if s]
     if not steps:
         return None, None, None
     return f"median of {len(steps)} clean seeds", statistics.median(steps), 0.0
@@ -404,6 +408,7 @@ def pct(f):
 def quantiles(q):
     """The margin's 10th, 50th and 90th percentiles, as the board prints them."""
     return f"(10th, 50th, 90th percentile: {q[10]}, {q[50]}, {q[90]})" if q else ""
+
 
 def same_fault_measured(outcomes, o):
     """What the other cells of o's shape, rate, fault and dose (other positions and seeds)
