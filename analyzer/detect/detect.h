@@ -3,7 +3,7 @@
 // (verdict/rank.cpp) turns findings into candidates.
 //
 //  differential   per (peer group, metric, slot): a rank's excess over the peer median, in units
-//                 of max(1.4826 MAD, 2% of the median, 0.2% of the iteration), widened by the
+//                 of max(1.4826 MAD, 1% of the median, 0.2% of the iteration), widened by the
 //                 rank's own sampling error; flagged at z > 5 and an excess of at least 0.5% of
 //                 the iteration, reported when it persists: in enough windows, and in more of
 //                 them than chance allows given how often the peers are flagged on the same

@@ -32,7 +32,7 @@ void TallySlot(const Frame& f, const PeerGroup& g, size_t k, const std::vector<M
   for (const MemberValue& m : vals) v.push_back(m.value);
   // A pair (two pipeline stages' replicas, a 2-rank job) has no median to stand out from: each
   // is measured against the faster, and its spread is the floors' alone -- the relative floor
-  // is 2% of the value, so a rank must be 10% slower at z = 5, slot after slot, where a
+  // is 1% of the value, so a rank must be 5% slower at z = 5, slot after slot, where a
   // group of three needs no more than its peers' spread.
   const double med = v.size() == 2 ? std::min(v[0], v[1]) : MedianOf(v);
   const double spread = v.size() == 2 ? 0.0 : RobustSigma(v, med);

@@ -15,17 +15,26 @@ namespace perftracker::analyzer {
 struct Thresholds {
   double z = 5.0;                   // k in median + k MAD
   double min_excess_share = 0.005;  // of the iteration, for a slot to count
-  double relative_floor = 0.02;     // sigma floor as a share of the peer median
+  // The least sigma, as a share of the peer median: a spread of nothing is no bar (identical
+  // simulated ranks, a deterministic loop), and timers and drains alone differ by ~1% between
+  // ranks. On the benchmark (215 cells, bench/accuracy) and the 11 real-GPU and scenario
+  // archives (test/data), no clean job makes a claim at any floor from 2% down to none: the
+  // measured spread, the absolute floor and the persistence tests hold them. At 2% its quiet
+  // GPU slowdown (one rank's device 1.1x, 10% of its device time) sat on the bar (z = 5.0) and
+  // was missed on all three sim shapes; at 1% it clears it twice over (z ~ 10).
+  double relative_floor = 0.01;
   double absolute_floor = 0.002;    // sigma floor as a share of the iteration
   double blocking_expected = 0.01;  // data loader, GC, syncs: expected share of the iteration
   double memcpy_expected = 0.05;
   double min_score = 0.01;  // candidates below are not reported (the paper's beta gate)
   // The least share of the step a whole-group finding (no peer to stand out from) must cost to
-  // be claimed. On the benchmark's clean jobs (bench/accuracy, 14 cells, every shape) such
-  // findings cost up to 3.1% of the step: the loader's IPC on shared cores 2.3-3.1%, a gc or
-  // clean-up 1.3%; every one was a false claim. The smallest fault the benchmark asks to be
-  // named (its quiet dose) costs 5%: the floor sits there, 1.6x above the largest clean one.
-  double whole_group_material = 0.05;
+  // be claimed. On the benchmark's 55 clean jobs (bench/accuracy, every shape, two machines)
+  // such findings are the loader shapes' wait for their workers on 2 shared CPUs, in all 10 of
+  // their clean runs: 2.9-5.1% of the step, mean 3.7%, standard deviation 0.8%; every one a
+  // false claim. Mean + 3 sd is 6.2%; the smallest whole-group fault the benchmark names
+  // (logging on every rank) costs 7.8-8.7%. A fault every rank shares that costs under 6% is
+  // no different, by its cost, from this machine's clean loader.
+  double whole_group_material = 0.06;
   // Collectives' expected range (bandwidth.cpp): per-GPU link peaks in GB/s, inside a node and
   // between nodes (0: unknown, not judged), and the least fraction of it a collective should get.
   double intra_link_gbps = 0;

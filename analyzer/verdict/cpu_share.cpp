@@ -8,10 +8,10 @@
 namespace perftracker::analyzer {
 namespace {
 
-// The least excess one rank's other work must show: a tenth of a core, a material 5% of the
-// smallest node's 2 CPUs (Thresholds::whole_group_material). Work that idles alike reads 0.0x
-// cores on every rank, and a spread of nothing is no bar: the benchmark's clean jobs' idle
-// loader workers and sleeping threads differ by at most 0.03 core.
+// The least excess one rank's other work must show: a tenth of a core, 5% of the smallest
+// node's 2 CPUs. Work that idles alike reads 0.0x cores on every rank, and a spread of nothing
+// is no bar: the benchmark's clean jobs' idle loader workers and sleeping threads differ by at
+// most 0.03 core.
 constexpr double kMaterialCores = 0.1;
 
 double NodeCpus(const RankData& r) {

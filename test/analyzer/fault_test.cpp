@@ -69,11 +69,13 @@ TEST_CASE("each fault class names its cause first", "[analyzer][faults]") {
        "dataloader",
        {},
        "DataLoaderIter"},
+      // 0.3% of the step 30 times over: 9%, 8% above the expected range, past the 6% a
+      // finding on every rank must cost (Thresholds::whole_group_material).
       {"host sync on all ranks",
        Fault::kHostSync,
        -1,
        -1,
-       20,
+       30,
        false,
        "software_all_ranks",
        {},

@@ -132,6 +132,37 @@ TEST_CASE("a level change must clear the noise the earliest windows showed, judg
   CHECK(run({40, 40, 44, 45, 80, 82, 84, 88}));
 }
 
+// Host time holds its thread's waits for a CPU. Every rank's Python step work rises by 44 ms a
+// step in the latest third, steady before and after: on a host whose loops wait 60 ms a step in
+// the run queue that is within what scheduling alone moves, and no change of the code; where
+// they wait 5 ms it is one.
+TEST_CASE("a trend in host time must exceed the loops' wait for a CPU", "[analyzer][when]") {
+  const auto trend = [](double run_queue_ms) {
+    JobSpec spec;
+    spec.windows = 8;
+    spec.shape = SmallShape();
+    spec.edit = [run_queue_ms](int, format::Window* w) {
+      const uint64_t n = std::max<uint64_t>(w->iterations.count, 1);
+      const auto each = static_cast<uint64_t>((w->window_seq >= 6 ? 84 : 40) * 1e6);
+      w->functions.push_back(
+          LeafFunction(format::FunctionKind::kPython, "/home/user/train.py:40:step_work", n, each));
+      w->iterations.total_ns += each * n;
+      w->run_delay_ns = static_cast<uint64_t>(run_queue_ms * 1e6) * n;
+      w->thread_cpu_ns = w->iterations.total_ns - w->run_delay_ns;
+      REQUIRE(format::FillFunctionIds(&w->functions));
+    };
+    const Json j = AnalyzeJob(spec, {"--min-score", "0"});
+    INFO(j["candidates"].dump(2));
+    bool found = false;
+    for (const Json& c : j["candidates"]) {
+      found |= c["evidence"]["source"] == "temporal" && c["kind"] == "python";
+    }
+    return found;
+  };
+  CHECK_FALSE(trend(60));
+  CHECK(trend(5));
+}
+
 // A temporal change needs two windows a third to measure a spread against: with one, any level
 // above the single baseline window "cleared its noise". A 4-window run (start-up and three
 // steady windows, 80 s at the library's 20 s) whose last window holds the job's drain is no

@@ -113,7 +113,7 @@ SCENARIOS = [
     Scenario("slow_loader", "slow data loader on rank 3 (+15 ms a batch)", "sim_train", 8, DP,
              {"SIM_TRAIN_SLOW_LOADER": "3=15"},
              Expect("dataloader", [3], r"DataLoader|slow_loader|data"), ci=True),
-    # A loader every rank shares is claimed where it costs 5% of the step or more
+    # A loader every rank shares is claimed where it costs 6% of the step or more
     # (Thresholds::whole_group_material): +15 ms a batch hid in the device's queue (2%), so the
     # fault is sized to show through it.
     Scenario("slow_loader_all", "slow data loader on every rank (+60 ms a batch)", "sim_train",
