@@ -111,23 +111,19 @@ double NoiseBound(const Thirds& t) {
 // account is missing. The slots are the series' (those where at least half the members ran).
 double RecentRunQueue(const Frame& f, const PeerGroup& g) {
   std::vector<double> by_slot, v;
-  bool covered = true;
   for (size_t k = 0; k < f.ds->slot_keys.size(); ++k) {
     v.clear();
-    size_t ran = 0;
     for (const size_t m : g.members) {
       const Slot* slot = SlotAt(f, m, k);
       if (slot == nullptr) continue;
-      ++ran;
-      covered &= slot->SchedCovered() && slot->iterations > 0;
-      if (slot->SchedCovered() && slot->iterations > 0) {
-        v.push_back(slot->run_delay_ns / slot->iterations);
-      }
+      const double delay = slot->RunDelayPerIteration();
+      if (delay < 0) return 0;
+      v.push_back(delay);
     }
-    if (ran == 0 || ran * 2 < g.members.size()) continue;
-    by_slot.push_back(v.empty() ? 0 : Median(v));
+    if (v.empty() || v.size() * 2 < g.members.size()) continue;
+    by_slot.push_back(Median(v));
   }
-  if (!covered || by_slot.size() < 6) return 0;
+  if (by_slot.size() < 6) return 0;
   std::vector<double> recent(by_slot.end() - static_cast<long>(by_slot.size() / 3), by_slot.end());
   return Median(recent);
 }

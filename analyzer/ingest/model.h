@@ -125,6 +125,10 @@ struct Slot {
   double MeanIterationNs() const { return iterations > 0 ? iteration_ns / iterations : 0; }
   // Every window carried the scheduler's account: run_delay_ns and thread_cpu_ns are whole.
   bool SchedCovered() const { return sched_windows > 0 && sched_windows >= windows; }
+  // The loop thread's wait for a CPU per iteration, ns; -1 without the whole account.
+  double RunDelayPerIteration() const {
+    return SchedCovered() && iterations > 0 ? run_delay_ns / iterations : -1;
+  }
   void Merge(const Slot& other);
 };
 

@@ -26,7 +26,7 @@ double NodeCpus(const RankData& r) {
 double LoopRunDelay(const RankData& r) {
   std::vector<double> v;
   for (const Slot& s : r.slots) {
-    if (s.iterations > 0 && s.SchedCovered()) v.push_back(s.run_delay_ns / s.iterations);
+    if (const double d = s.RunDelayPerIteration(); d >= 0) v.push_back(d);
   }
   return v.empty() ? -1 : Median(v);
 }

@@ -109,9 +109,7 @@ bool CulpritsAndPeers(const Frame& f, const Candidate& c, PerSlot per_slot, Comp
   return true;
 }
 
-double RunDelay(size_t, size_t, const Slot& s) {
-  return s.SchedCovered() ? s.run_delay_ns / s.iterations : -1;
-}
+double RunDelay(size_t, size_t, const Slot& s) { return s.RunDelayPerIteration(); }
 
 bool InSpans(const Json& spans, const Slot& s) {
   for (const Json& span : spans) {
