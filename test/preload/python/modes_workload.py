@@ -16,6 +16,8 @@ import os
 import sys
 import time
 
+from hooks_ready import await_hooks
+
 
 def tiny(x):
     return x + 1
@@ -64,12 +66,8 @@ def noatime(path):
 
 def main():
     case = sys.argv[1]
+    await_hooks()  # else a loaded machine loses the first iterations (hooks_ready.py)
     if case == "plain":
-        # The hook attaches through a pending call that a watcher thread schedules once the
-        # interpreter is up; on a loaded machine that can take a few ms, and 30 steps of 1 ms
-        # would lose their first iterations (the first window lacked them: nothing was lost at
-        # exit). A job's first 200 ms are not what these tests are about.
-        time.sleep(0.2)
         for i in range(int(sys.argv[2])):
             train_step(i, float(sys.argv[3]))
     elif case == "trigger_file":

@@ -50,10 +50,11 @@ def test_env(args, env_extra, tmp, unset=()):
         if k.startswith("PERFTRACKER_") or k in ("RANK", "LOCAL_RANK"):
             del env[k]
     # Exact counts of every call: detailed mode, unless a case asks for light. Windows of
-    # PERFTRACKER_WINDOW_ITERS steps, however short the steps.
+    # PERFTRACKER_WINDOW_ITERS steps, however short the steps. The workloads wait for the hooks
+    # to attach (hooks_ready.py) unless a case unsets PT_TEST_AWAIT_HOOKS.
     env.update({"LD_PRELOAD": args.lib, "PERFTRACKER_DIR": tmp, "RANK": "0",
                 "PERFTRACKER_JOB_ID": "cpython-test", "PERFTRACKER_MODE": "detailed",
-                "PERFTRACKER_WINDOW_S": "0"})
+                "PERFTRACKER_WINDOW_S": "0", "PT_TEST_AWAIT_HOOKS": "1"})
     for k in unset:
         env.pop(k, None)
     env.update(env_extra)
@@ -492,12 +493,13 @@ def main():
         elif args.case in ("disabled", "norank"):
             extra = {"PERFTRACKER_ENABLE": "0"} if args.case == "disabled" else {}
             unset = ("RANK",) if args.case == "norank" else ()
-            p = run(args, extra, tmp, unset=unset)
+            p = run(args, extra, tmp, unset=unset + ("PT_TEST_AWAIT_HOOKS",))
             expect("workload: done" in p.stdout, "workload output")
             expect(p.stderr == "", f"stderr: {p.stderr}")
             expect(os.listdir(tmp) == [], f"files written: {os.listdir(tmp)}")
         elif args.case == "unknown_version":
-            p = run(args, {"PERFTRACKER_PY_FORCE_VERSION": "3.8"}, tmp)
+            p = run(args, {"PERFTRACKER_PY_FORCE_VERSION": "3.8"}, tmp,
+                    unset=("PT_TEST_AWAIT_HOOKS",))
             expect("workload: done" in p.stdout, "workload output")
             warnings = [l for l in p.stderr.splitlines() if l.startswith("perftracker:")]
             expect(len(warnings) == 1 and "not supported" in warnings[0], f"stderr: {p.stderr}")

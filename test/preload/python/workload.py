@@ -13,9 +13,14 @@ Known shapes the checker asserts on (check.py):
     it, as a library's is (the user's files alone keep absolute paths)
 """
 import gc
+import os
 import sys
 import threading
 import time
+
+# Also where a tracer runs this file with runpy, which leaves its directory off sys.path.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hooks_ready import await_hooks  # noqa: E402
 
 
 def f(x):
@@ -115,4 +120,5 @@ def raise_inside():
 
 
 if __name__ == "__main__":
+    await_hooks()
     main()
